@@ -1,0 +1,91 @@
+"""The object a user writes: an SDE on a product of spheres, in Ito or Stratonovich sense."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import diffrax
+import equinox as eqx
+
+from ._typing import Array
+
+Convention = Literal["ito", "stratonovich"]
+_CONVENTIONS = ("ito", "stratonovich")
+
+
+class SphereSDE(eqx.Module):
+    r"""An SDE whose state ``y`` (shape ``(d,)`` or ``(n, d)``) has rows on S^{d-1}.
+
+    .. math:: dy = f(t, y)\,dt + g(t, y)\,[dW]
+
+    in the sense named by ``convention``.
+
+    Parameters
+    ----------
+    drift
+        ``drift(t, y, args)``, an array shaped like ``y``. In Stratonovich form it is
+        tangent to the sphere. In Ito form its normal part is fixed by the diffusion
+        (Ito's lemma on ``|y_i|^2 = 1`` gives ``-1/2 tr(g g^T) y_i``); the solvers of
+        this package use only its tangent part and produce the normal part from the
+        geometry, so a drift written without it is also accepted.
+    diffusion
+        ``diffusion(t, y, args, dw)``, the increment ``g(t, y)[dw]`` shaped like ``y``,
+        linear in ``dw`` and tangent. It acts on the increment directly, so no
+        ``(n, d, *noise_shape)`` tensor is ever built.
+    noise_shape
+        Shape of the Brownian increment ``dw``, for example ``(d,)`` or ``(d, d)``.
+    convention
+        ``"ito"`` or ``"stratonovich"``.
+    """
+
+    drift: Callable[..., Array]
+    diffusion: Callable[..., Array]
+    noise_shape: tuple[int, ...] = eqx.field(static=True)
+    convention: Convention = eqx.field(static=True, default="ito")
+
+    def __check_init__(self):
+        if self.convention not in _CONVENTIONS:
+            raise ValueError(
+                f"convention must be 'ito' or 'stratonovich', got {self.convention!r}"
+            )
+        if not callable(self.drift) or not callable(self.diffusion):
+            raise TypeError("drift and diffusion must be callables: drift(t, y, args), "
+                            "diffusion(t, y, args, dw)")
+        shape = self.noise_shape
+        if not (isinstance(shape, tuple) and all(isinstance(s, int) and s > 0 for s in shape)):
+            raise ValueError(f"noise_shape must be a tuple of positive ints, got {shape!r}")
+
+    def terms(self, brownian: diffrax.AbstractPath) -> diffrax.MultiTerm:
+        """Diffrax terms ``(drift dt, diffusion dW)`` driven by the path ``brownian``."""
+        return diffrax.MultiTerm(diffrax.ODETerm(self.drift), _DiffusionTerm(self.diffusion, brownian))
+
+
+class _DiffusionTerm(diffrax.AbstractTerm):
+    """``g(t, y)[dW]`` applied to the increment; the matrix ``g`` is never formed.
+
+    ``is_vf_expensive`` is True so that diffrax's Runge--Kutta solvers call
+    ``vf_prod`` (which is all we can offer) instead of ``vf`` then ``prod``.
+    """
+
+    diffusion: Callable[..., Array]
+    control: diffrax.AbstractPath
+
+    def vf(self, t, y, args):
+        raise NotImplementedError(
+            "spheresde diffusion terms only offer vf_prod(t, y, args, dw); "
+            "use a solver that calls vf_prod (all spheresde and diffrax Euler/Heun solvers do)"
+        )
+
+    def contr(self, t0, t1, **kwargs):
+        return self.control.evaluate(t0, t1, **kwargs)
+
+    def prod(self, vf, control):
+        raise NotImplementedError("spheresde diffusion terms only offer vf_prod")
+
+    def vf_prod(self, t, y, args, control):
+        return self.diffusion(t, y, args, control)
+
+    def is_vf_expensive(self, t0, t1, y, args) -> bool:
+        return True
+

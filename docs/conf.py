@@ -1,0 +1,87 @@
+"""Sphinx configuration for spheresde: furo, autodoc + napoleon, MathJax, sphinx-gallery.
+
+The gallery scripts in ``examples/`` are executed on every build (CPU only), so a
+broken example breaks the build, as it should.
+"""
+
+import os
+import time
+
+# The examples must run on any machine, GPU or not, and give the same numbers.
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import spheresde  # noqa: E402
+
+project = "spheresde"
+author = "spheresde contributors"
+copyright = f"{time.gmtime().tm_year}, {author}"
+release = spheresde.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "sphinx_gallery.gen_gallery",
+]
+
+# Intersphinx needs the network to fetch the inventories of jax, diffrax, numpy and
+# sympy; builds are often offline, and a failed fetch is a warning that -W turns into
+# an error. So it is opt-in: SPHERESDE_INTERSPHINX=1 when online.
+if os.environ.get("SPHERESDE_INTERSPHINX") == "1":
+    extensions.append("sphinx.ext.intersphinx")
+    intersphinx_mapping = {
+        "python": ("https://docs.python.org/3", None),
+        "numpy": ("https://numpy.org/doc/stable/", None),
+        "jax": ("https://docs.jax.dev/en/latest/", None),
+        "diffrax": ("https://docs.kidger.site/diffrax/", None),
+        "sympy": ("https://docs.sympy.org/latest/", None),
+    }
+
+templates_path = []
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "auto_examples/*.ipynb"]
+source_suffix = {".rst": "restructuredtext"}
+root_doc = "index"
+
+html_theme = "furo"
+html_title = f"spheresde {release}"
+html_static_path = []
+
+# NumPy docstrings; types come from the annotations, which jaxtyping makes long,
+# so they are shown in the description rather than the signature.
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_use_rtype = False
+autodoc_typehints = "description"
+autodoc_typehints_format = "short"
+autodoc_member_order = "bysource"
+autodoc_default_options = {"members": True, "show-inheritance": False}
+autosummary_generate = False
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    # Execute every examples/plot_*.py: a gallery page without its figure is a bug.
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"__init__\.py",
+    "abort_on_example_error": True,
+    "plot_gallery": "True",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "min_reported_time": 1,
+}
+
+mathjax3_config = {
+    "tex": {
+        "macros": {
+            "R": r"\mathbb{R}",
+            "E": r"\mathbb{E}",
+            "S": r"\mathbb{S}",
+        }
+    }
+}

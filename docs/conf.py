@@ -10,7 +10,7 @@ import time
 # The examples must run on any machine, GPU or not, and give the same numbers.
 os.environ["JAX_PLATFORMS"] = "cpu"
 
-import spheresde  # noqa: E402
+import spheresde
 
 project = "spheresde"
 author = "spheresde contributors"

@@ -1,0 +1,348 @@
+r"""The deep stochastic Transformer: weight models, its SDE limit and the discrete network.
+
+Conventions (``MODEL.md`` sections 1--2, stated once here and in the docs):
+
+- One layer maps every token by :math:`Y_i = X_i + L^{-1/2} V_k A_i`,
+  :math:`X_i' = Y_i / |Y_i|`, with :math:`A_i = \sum_j \operatorname{softmax}_j
+  (\beta \langle Q X_i, K X_j\rangle) X_j` and ONE matrix :math:`V_k` shared by all
+  tokens of layer :math:`k`. Layer :math:`k` stands at depth-time :math:`t = k/L`;
+  a horizon :math:`T` is :math:`\operatorname{round}(T L)` layers (the paper's
+  Figure 3: :math:`L = 100`, :math:`T = 500`).
+- As :math:`L \to \infty` (the paper's Theorem 1) this becomes the Ito SDE
+
+  .. math:: dX_i = \varepsilon P_i\,(dW A_i) + \mu P_i A_i\,dt
+            - \tfrac{\varepsilon^2 (d-1)}{2} |A_i|^2 X_i\,dt,
+            \qquad P_i = I - X_i X_i^\top,
+
+  driven by one :math:`d \times d` matrix Brownian motion :math:`W`, with
+  :math:`(\mu, \varepsilon) = (0, \sigma)` for pure noise and the hybrid's own
+  :math:`(\mu, \varepsilon)`. The normal drift coefficient is
+  ``proofs_check.export.limit_coefficients().normal_drift`` (derived, not retyped).
+- Span trick: :math:`A_i = \sum_j w_{ij} X_j` lies in the span of the tokens, so
+  :math:`dW A_i = (dW X^\top) w_i`, and the rows of :math:`dW X^\top` (``d x n``) are
+  iid :math:`N(0, G\,dt)` with :math:`G = X X^\top`. Hence
+  :math:`dW X^\top \overset{law}{=} Z G^{1/2}` with :math:`Z` a ``d x n`` matrix of iid
+  :math:`N(0, dt)`: ``d n`` normals instead of ``d^2``. The identity holds in law
+  for one increment at a frozen configuration, so it is exact for the discrete
+  network and for one-evaluation (Ito, Euler-type) schemes, but it is not a pathwise
+  identity: never use it with a Stratonovich (Heun, midpoint) scheme or for strong
+  errors. :math:`G^{1/2}` is the symmetric square root (closed form for ``n = 2``,
+  otherwise ``eigh`` with eigenvalues clipped at 0, which stays exact when tokens
+  cluster and :math:`G` becomes singular, where a Cholesky factor would fail).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._attention import attention, attention_weights
+from ._geometry import project_tangent, retract
+from ._sde import SphereSDE
+from ._typing import Array, PRNGKeyArray
+
+Noise = Literal["full", "span"]
+
+
+# --------------------------------------------------------------------------- weights
+
+
+class AbstractWeights(eqx.Module):
+    r"""How the value matrices :math:`V_k` are drawn, layer after layer.
+
+    Every model is :math:`V_k = \mu L^{-1/2} I + \varepsilon G_k` in law (``G_k`` iid
+    standard normal entries); :meth:`layer_steps` gives the resulting per-layer drift
+    and noise steps, :meth:`limit` the :math:`(\mu, \varepsilon)` of the SDE limit.
+    """
+
+    def layer_steps(self, layers: int) -> tuple[float, float]:
+        r"""``(drift_step, noise_step)`` with :math:`Y = X + \text{drift\_step}\,A
+        + \text{noise\_step}\,G A`."""
+        mu, eps = self.limit()
+        return mu / layers, eps / np.sqrt(layers)
+
+    def limit(self) -> tuple[float, float]:
+        r""":math:`(\mu, \varepsilon)` of the limit: drift :math:`\mu P_i A_i`, noise scale
+        :math:`\varepsilon`."""
+        raise NotImplementedError
+
+
+class PureNoise(AbstractWeights):
+    r"""The paper's model: :math:`V_k` iid with :math:`N(0, \sigma^2)` entries."""
+
+    sigma: float = 1.0
+
+    def limit(self) -> tuple[float, float]:
+        return 0.0, self.sigma
+
+
+class Hybrid(AbstractWeights):
+    r"""The paper's Figure 4: :math:`V_k = (\mu/\sqrt{L})\, I + \varepsilon G_k`.
+
+    A layer is :math:`Y_i = X_i + (\mu/L) A_i + (\varepsilon/\sqrt L) G_k A_i`; the limit
+    has the extra Ito drift :math:`\mu P_i A_i` and noise scale :math:`\varepsilon`.
+    """
+
+    mu: float = 1.0
+    eps: float = 1.0
+
+    def limit(self) -> tuple[float, float]:
+        return self.mu, self.eps
+
+
+class ConstantWeights(AbstractWeights):
+    r"""Deterministic :math:`V_k = I` for every layer (the model of the earlier theory).
+
+    Taken literally (``MODEL.md``), a layer is :math:`Y_i = X_i + L^{-1/2} A_i`: a step
+    :math:`1/\sqrt L` of the ODE :math:`\dot X_i = P_i A_i`. So its limit lives on the
+    time :math:`s = k/\sqrt L` (not :math:`t = k/L`): :func:`transformer_sde` returns
+    that ODE (:math:`\mu = 1`, :math:`\varepsilon = 0`), and ``horizon`` ``T`` in
+    :func:`simulate_network` means ODE time :math:`T\sqrt L`.
+    """
+
+    def layer_steps(self, layers: int) -> tuple[float, float]:
+        return 1.0 / np.sqrt(layers), 0.0
+
+    def limit(self) -> tuple[float, float]:
+        return 1.0, 0.0
+
+
+# --------------------------------------------------------------------------- noise
+
+
+def gram_sqrt(gram: Array) -> Array:
+    r"""Symmetric square root of a positive semidefinite ``(n, n)`` Gram matrix.
+
+    For ``n = 2``, :math:`\sqrt{G} = (G + s I)/\sqrt{\operatorname{tr} G + 2 s}` with
+    :math:`s = \sqrt{\det G}` (Cayley--Hamilton), cheap inside a fused loop; otherwise
+    ``eigh`` with eigenvalues clipped at 0.
+    """
+    n = gram.shape[-1]
+    if n == 1:
+        return jnp.sqrt(jnp.maximum(gram, 0.0))
+    if n == 2:
+        g00, g01, g10, g11 = gram[..., 0, 0], gram[..., 0, 1], gram[..., 1, 0], gram[..., 1, 1]
+        det = jnp.maximum(g00 * g11 - g01 * g10, 0.0)
+        s = jnp.sqrt(det)[..., None, None]
+        tr = (g00 + g11)[..., None, None]
+        return (gram + s * jnp.eye(2, dtype=gram.dtype)) / jnp.sqrt(tr + 2 * s)
+    lam, vec = jnp.linalg.eigh(gram)
+    return (vec * jnp.sqrt(jnp.maximum(lam, 0.0))[..., None, :]) @ jnp.swapaxes(vec, -1, -2)
+
+
+def _noise_on_attention(tokens, weights, z, noise: Noise):
+    r"""The rows :math:`(\Xi A_i)^\top`, ``(n, d)``, for a standard ``z``.
+
+    ``full``: ``z`` is ``(d, d)`` and plays :math:`\Xi`. ``span``: ``z`` is ``(d, n)``
+    and :math:`\Xi X^\top = z G^{1/2}` (in law), so the rows are :math:`w G^{1/2} z^\top`.
+    """
+    if noise == "full":
+        return (weights @ tokens) @ z.T
+    return weights @ gram_sqrt(tokens @ tokens.T) @ z.T
+
+
+def _noise_shape(noise: Noise, d: int, n: int | None) -> tuple[int, int]:
+    if noise == "full":
+        return (d, d)
+    if noise == "span":
+        if n is None:
+            raise ValueError("noise='span' needs the number of tokens n (the noise is d x n)")
+        return (d, n)
+    raise ValueError(f"noise must be 'full' or 'span', got {noise!r}")
+
+
+# --------------------------------------------------------------------------- SDE limit
+
+
+def transformer_sde(
+    beta,
+    weights: AbstractWeights | None = None,
+    *,
+    d: int,
+    Q: Array | None = None,
+    K: Array | None = None,
+    noise: Noise = "full",
+    n: int | None = None,
+) -> SphereSDE:
+    r"""The Ito SDE limit of the deep stochastic Transformer (the paper's Theorem 1).
+
+    .. math:: dX_i = \varepsilon P_i\,(dW A_i) + \mu P_i A_i\,dt + c\,|A_i|^2 X_i\,dt,
+              \qquad c = -\tfrac{\varepsilon^2 (d-1)}{2},
+
+    with one :math:`d\times d` Brownian matrix :math:`W` shared by all tokens (state
+    ``(n, d)``). :math:`c` is the normal drift derived in ``proofs_check``; the diffusion
+    is applied to the increment as ``eps * P_i (A @ dW.T)_i``, never as a tensor.
+
+    Parameters
+    ----------
+    beta
+        Inverse temperature of the attention.
+    weights
+        :class:`PureNoise` (default, :math:`\sigma = 1`), :class:`Hybrid` or
+        :class:`ConstantWeights` (an ODE in its own time, see there).
+    d
+        Dimension of the ambient space (tokens on :math:`S^{d-1}`).
+    Q, K
+        Query and key matrices (identity by default).
+    noise
+        ``"full"``: ``dW`` is ``(d, d)``, the SDE itself (pathwise). ``"span"``: ``dW`` is
+        ``(d, n)`` and :math:`dW X^\top` is drawn as :math:`Z G^{1/2}` (module docstring):
+        the same law for Ito Euler-type steps only; not for Stratonovich / Heun solvers.
+    n
+        Number of tokens, needed for ``noise="span"``.
+
+    Returns
+    -------
+    SphereSDE
+        In Ito convention.
+    """
+    from proofs_check.export import limit_coefficients
+
+    weights = PureNoise() if weights is None else weights
+    mu, eps = weights.limit()
+    c = limit_coefficients("jax").normal_drift(d, eps)
+    noise_shape = _noise_shape(noise, d, n)
+
+    def drift(t, y, args):
+        a = attention(y, beta, Q, K)
+        return mu * project_tangent(y, a) + c * jnp.sum(a * a, axis=-1, keepdims=True) * y
+
+    def diffusion(t, y, args, dw):
+        w = attention_weights(y, beta, Q, K)
+        return eps * project_tangent(y, _noise_on_attention(y, w, dw, noise))
+
+    return SphereSDE(drift, diffusion, noise_shape, "ito")
+
+
+# --------------------------------------------------------------------------- network
+
+
+class NetworkResult(NamedTuple):
+    """Output of :func:`simulate_network`.
+
+    ``tokens``: final tokens ``(trajectories, n, d)`` (at the requested radius);
+    ``times``: depth-times of the saved Gram matrices ``(n_saves,)`` or ``None``;
+    ``gram``: :math:`\\langle X_i, X_j\\rangle` of unit tokens,
+    ``(trajectories, n_saves, n, n)``, or ``None``.
+    """
+
+    tokens: Array
+    times: Array | None
+    gram: Array | None
+
+
+def _layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius):
+    """One Transformer layer for one trajectory: residual update, then normalization."""
+    w = attention_weights(x, beta_eff, Q, K)
+    y = x + drift_step * (w @ x) + noise_step * _noise_on_attention(x, w, z, noise)
+    return radius * retract(y)
+
+
+def simulate_network(
+    key: PRNGKeyArray,
+    tokens0: Array,
+    beta,
+    weights: AbstractWeights | None = None,
+    *,
+    layers: int,
+    horizon: float,
+    trajectories: int,
+    Q: Array | None = None,
+    K: Array | None = None,
+    radius: Literal["unit", "sqrt_d"] = "unit",
+    save_every: int | None = None,
+    noise: Noise | None = None,
+) -> NetworkResult:
+    r"""Run the discrete deep network: ``round(horizon * layers)`` layers, many trajectories.
+
+    A ``jax.lax.scan`` over layers of a layer ``vmap``-ped over trajectories (one
+    compiled program, no host synchronization). The matrix :math:`V_k` is fresh for
+    every layer and trajectory and shared by the tokens.
+
+    Parameters
+    ----------
+    key
+        PRNG key.
+    tokens0
+        Initial tokens, ``(n, d)`` (common start) or ``(trajectories, n, d)``, at the
+        chosen radius.
+    beta
+        Inverse temperature. With ``radius="sqrt_d"`` (token-wise RMS normalization:
+        tokens of norm :math:`\sqrt d`) the logits are :math:`\beta\langle Q x, K y\rangle / d`
+        and the normalization is :math:`\sqrt d\, Y/|Y|`, so the run is exactly the unit
+        sphere run scaled by :math:`\sqrt d` (same :math:`\beta`, same law).
+    weights
+        :class:`PureNoise` (default), :class:`Hybrid` or :class:`ConstantWeights`.
+    layers
+        :math:`L`, layers per unit of depth-time (step :math:`1/L`).
+    horizon
+        :math:`T`, depth-time.
+    trajectories
+        Independent runs.
+    Q, K
+        Query and key matrices (identity by default).
+    radius
+        ``"unit"`` or ``"sqrt_d"``.
+    save_every
+        Save the Gram matrix of the (unit) tokens every this many layers (must divide
+        the number of layers); ``None`` saves nothing.
+    noise
+        ``"span"`` draws only :math:`V X^\top` (``d x n`` normals, exact in law, module
+        docstring); ``"full"`` draws all of :math:`V` (``d x d``). Default: ``"span"``
+        when ``n < d``.
+
+    Returns
+    -------
+    NetworkResult
+    """
+    weights = PureNoise() if weights is None else weights
+    tokens0 = jnp.asarray(tokens0)
+    n, d = tokens0.shape[-2:]
+    noise = ("span" if n < d else "full") if noise is None else noise
+    z_shape = _noise_shape(noise, d, n)
+    r = {"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius]
+    steps = round(horizon * layers)
+    drift_step, noise_step = weights.layer_steps(layers)
+    x0 = jnp.broadcast_to(tokens0, (trajectories, n, d))
+    beta_eff = beta / r**2
+    layer = jax.vmap(
+        lambda x, z: _layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise, r)
+    )
+    deterministic = noise_step == 0.0
+
+    def one(x, k):
+        if deterministic:
+            z = jnp.zeros((trajectories, *z_shape), x.dtype)
+        else:
+            z = jax.random.normal(jax.random.fold_in(key, k), (trajectories, *z_shape), x.dtype)
+        return layer(x, z), None
+
+    if save_every is None:
+        x, _ = jax.lax.scan(one, x0, jnp.arange(steps))
+        return NetworkResult(x, None, None)
+    if steps % save_every:
+        raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
+
+    def block(x, b):
+        x, _ = jax.lax.scan(one, x, b * save_every + jnp.arange(save_every))
+        return x, jnp.einsum("tid,tjd->tij", x, x) / r**2
+
+    x, gram = jax.lax.scan(block, x0, jnp.arange(steps // save_every))
+    times = jnp.arange(1, steps // save_every + 1) * save_every / layers
+    return NetworkResult(x, times, jnp.swapaxes(gram, 0, 1))
+
+
+__all__ = [
+    "AbstractWeights",
+    "ConstantWeights",
+    "Hybrid",
+    "NetworkResult",
+    "PureNoise",
+    "gram_sqrt",
+    "simulate_network",
+    "transformer_sde",
+]

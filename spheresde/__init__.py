@@ -14,5 +14,14 @@ from ._geometry import (
     sample_uniform as sample_uniform,
 )
 from ._sde import SphereSDE as SphereSDE
+from ._solve import OffSphereWarning as OffSphereWarning
+from ._solve import default_solver as default_solver
+from ._solve import solve as solve
+from ._solve import solve_batch as solve_batch
+from ._solve import solver_convention as solver_convention
+from .solvers import GeodesicEuler as GeodesicEuler
+from .solvers import GeodesicHeun as GeodesicHeun
+from .solvers import GeodesicMidpoint as GeodesicMidpoint
+from .solvers import Retracted as Retracted
 
 __version__ = "0.1.0"

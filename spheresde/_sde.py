@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools as ft
 from collections.abc import Callable
 from typing import Literal
 
 import diffrax
 import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
 
 from ._typing import Array
 
@@ -58,34 +62,34 @@ class SphereSDE(eqx.Module):
 
     def terms(self, brownian: diffrax.AbstractPath) -> diffrax.MultiTerm:
         """Diffrax terms ``(drift dt, diffusion dW)`` driven by the path ``brownian``."""
-        return diffrax.MultiTerm(diffrax.ODETerm(self.drift), _DiffusionTerm(self.diffusion, brownian))
+        diffusion = _DiffusionTerm(self.diffusion, brownian, self.noise_shape)
+        return diffrax.MultiTerm(diffrax.ODETerm(self.drift), diffusion)
 
 
 class _DiffusionTerm(diffrax.AbstractTerm):
     """``g(t, y)[dW]`` applied to the increment; the matrix ``g`` is never formed.
 
-    ``is_vf_expensive`` is True so that diffrax's Runge--Kutta solvers call
-    ``vf_prod`` (which is all we can offer) instead of ``vf`` then ``prod``.
+    ``vf`` is the linear map ``dw -> g(t, y)[dw]`` as a lineax operator (Diffrax's term
+    checks and ``prod`` use it); ``vf_prod`` applies it directly, and
+    ``is_vf_expensive`` is True so that Diffrax's Runge--Kutta solvers take that route.
     """
 
     diffusion: Callable[..., Array]
     control: diffrax.AbstractPath
+    noise_shape: tuple[int, ...] = eqx.field(static=True)
 
     def vf(self, t, y, args):
-        raise NotImplementedError(
-            "spheresde diffusion terms only offer vf_prod(t, y, args, dw); "
-            "use a solver that calls vf_prod (all spheresde and diffrax Euler/Heun solvers do)"
-        )
+        noise = jax.ShapeDtypeStruct(self.noise_shape, jnp.result_type(y))
+        return lx.FunctionLinearOperator(ft.partial(self.diffusion, t, y, args), noise)
 
     def contr(self, t0, t1, **kwargs):
         return self.control.evaluate(t0, t1, **kwargs)
 
     def prod(self, vf, control):
-        raise NotImplementedError("spheresde diffusion terms only offer vf_prod")
+        return vf.mv(control)
 
     def vf_prod(self, t, y, args, control):
         return self.diffusion(t, y, args, control)
 
     def is_vf_expensive(self, t0, t1, y, args) -> bool:
         return True
-

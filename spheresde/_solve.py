@@ -1,0 +1,286 @@
+"""``solve`` and ``solve_batch``: a SphereSDE through ``diffrax.diffeqsolve`` on a fixed grid."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+
+from ._geometry import retract
+from ._sde import SphereSDE
+from ._typing import Array, PRNGKeyArray
+from .solvers import GeodesicEuler, GeodesicHeun, Retracted
+
+
+class OffSphereWarning(UserWarning):
+    """A starting point was not on the unit sphere and has been normalized."""
+
+
+_BROWNIAN_KINDS = ("unsafe", "virtual")
+
+
+def default_solver(convention: str) -> diffrax.AbstractSolver:
+    """The solver ``solve`` uses when none is given, for an SDE in the sense ``convention``."""
+    return GeodesicEuler() if convention == "ito" else GeodesicHeun()
+
+
+def solver_convention(solver: diffrax.AbstractSolver) -> str | None:
+    """``"ito"``, ``"stratonovich"`` or ``None``, from Diffrax's marker classes.
+
+    Wrappers such as :class:`~spheresde.solvers.Retracted` report their inner solver's.
+    """
+    if isinstance(solver, diffrax.AbstractItoSolver):
+        return "ito"
+    if isinstance(solver, diffrax.AbstractStratonovichSolver):
+        return "stratonovich"
+    return None
+
+
+def solve(
+    sde: SphereSDE,
+    y0,
+    t0,
+    t1,
+    dt,
+    *,
+    key: PRNGKeyArray | None = None,
+    solver: diffrax.AbstractSolver | None = None,
+    saveat: diffrax.SaveAt | None = None,
+    brownian: str | diffrax.AbstractBrownianPath = "unsafe",
+    brownian_tol=None,
+    args=None,
+    throw: bool = True,
+    **diffeqsolve_kwargs,
+) -> diffrax.Solution:
+    r"""Solve ``sde`` from ``y0`` at ``t0`` to ``t1`` with steps ``dt``; one sample path.
+
+    The steps are the grid :math:`t_0, t_0 + \Delta t, \dots, t_1` (the last step is
+    shortened to land on ``t1``), given to Diffrax as ``StepTo`` so that the number of
+    steps is fixed and known. The result is Diffrax's ``Solution`` (``.ts``, ``.ys``,
+    ``.stats``).
+
+    Parameters
+    ----------
+    sde
+        The :class:`SphereSDE`, Ito or Stratonovich.
+    y0
+        Start, shape ``(d,)`` or ``(n, d)`` with ``d >= 2``. Rows are normalized; a row
+        farther than ``1000 eps`` from the unit sphere raises an :class:`OffSphereWarning`
+        first. NaN or a zero row is an error.
+    t0, t1, dt
+        Concrete numbers (they fix the grid) with ``t1 > t0`` and ``dt > 0``.
+    key
+        PRNG key of the Brownian path (not needed when ``brownian`` is a path).
+    solver
+        A Diffrax solver whose sense matches ``sde.convention``; default
+        :class:`~spheresde.solvers.GeodesicEuler` for Ito and
+        :class:`~spheresde.solvers.GeodesicHeun` for Stratonovich.
+    saveat
+        ``diffrax.SaveAt``; default ``SaveAt(t1=True)``.
+    brownian
+        ``"unsafe"``: ``diffrax.UnsafeBrownianPath``, fastest, fine for fixed steps;
+        ``"virtual"``: ``diffrax.VirtualBrownianTree`` with tolerance ``brownian_tol``
+        (default ``dt / 8``), a path that can be queried at any resolution; or any
+        Diffrax Brownian path over ``[t0, t1]`` with shape ``sde.noise_shape`` (how the
+        same path is solved with several ``dt``).
+    args
+        Passed to ``drift`` and ``diffusion``.
+    throw, **diffeqsolve_kwargs
+        Passed to ``diffrax.diffeqsolve`` (for example ``adjoint``; with
+        ``brownian="unsafe"`` the default is ``diffrax.ForwardMode()``).
+
+    Examples
+    --------
+    Many paths: ``jax.vmap`` over keys and starts works (checks on values are then
+    skipped); :func:`solve_batch` does it with the checks.
+    """
+    solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=False)
+    return _solve(sde, solver, y0, ts, key, _path_spec(brownian, brownian_tol, dt), saveat,
+                  args, throw, diffeqsolve_kwargs)
+
+
+def solve_batch(
+    sde: SphereSDE,
+    y0,
+    t0,
+    t1,
+    dt,
+    *,
+    key: PRNGKeyArray,
+    solver: diffrax.AbstractSolver | None = None,
+    saveat: diffrax.SaveAt | None = None,
+    brownian: str = "unsafe",
+    brownian_tol=None,
+    args=None,
+    throw: bool = True,
+    **diffeqsolve_kwargs,
+) -> diffrax.Solution:
+    """Independent sample paths, one per row of ``y0``: :func:`solve` vmapped and jitted once.
+
+    ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
+    start to give every path the same one); path ``p`` uses ``jax.random.split(key,
+    paths)[p]``. Every field of the returned ``Solution`` gains a leading ``paths`` axis.
+    Other arguments as in :func:`solve`.
+    """
+    if not isinstance(brownian, str):
+        raise TypeError("solve_batch: brownian must be 'unsafe' or 'virtual'; to reuse given "
+                        "paths, jax.vmap solve over them")
+    solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=True)
+    keys = jr.split(key, y0.shape[0])
+    return _solve_batch(sde, solver, y0, ts, keys, _path_spec(brownian, brownian_tol, dt),
+                        saveat, args, throw, diffeqsolve_kwargs)
+
+
+def _path_spec(brownian, brownian_tol, dt):
+    if isinstance(brownian, str):
+        return (brownian, float(dt) / 8 if brownian_tol is None else float(brownian_tol))
+    return brownian
+
+
+def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs):
+    if isinstance(path_spec, tuple):
+        kind, tol = path_spec
+        shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
+        if kind == "unsafe":
+            path = diffrax.UnsafeBrownianPath(shape=shape, key=key)
+            # Diffrax's default (checkpointed reverse mode) refuses an unsafe path.
+            kwargs = {"adjoint": diffrax.ForwardMode(), **kwargs}
+        else:
+            path = diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
+    else:
+        path = path_spec
+    if isinstance(kwargs.get("adjoint"), diffrax.ForwardMode):
+        solver = _forward_mode_ready(solver)
+    return diffrax.diffeqsolve(
+        sde.terms(path), solver, ts[0], ts[-1], None, y0, args=args,
+        saveat=diffrax.SaveAt(t1=True) if saveat is None else saveat,
+        stepsize_controller=diffrax.StepTo(ts), max_steps=ts.shape[0] - 1, throw=throw,
+        **kwargs,
+    )
+
+
+def _forward_mode_ready(solver):
+    """Give a wrapped Runge--Kutta solver the ``scan_kind`` that ForwardMode would set.
+
+    ForwardMode replaces ``scan_kind=None`` by ``"lax"`` with ``eqx.tree_at``, which
+    cannot reach the inner solver of :class:`Retracted`; doing it here is equivalent.
+    """
+    if isinstance(solver, Retracted) and getattr(solver.solver, "scan_kind", "") is None:
+        inner = eqx.tree_at(lambda s: s.scan_kind, solver.solver, "lax",
+                            is_leaf=lambda x: x is None)
+        return Retracted(_forward_mode_ready(inner))
+    return solver
+
+
+_solve = eqx.filter_jit(_diffeqsolve)
+
+
+@eqx.filter_jit
+def _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwargs):
+    def one(y, k):
+        return _diffeqsolve(sde, solver, y, ts, k, path_spec, saveat, args, throw, kwargs)
+
+    return jax.vmap(one)(y0, keys)
+
+
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, *, batch):
+    """Eager checks on the inputs; returns the solver, the normalized start and the grid."""
+    if not isinstance(sde, SphereSDE):
+        raise TypeError(f"sde must be a spheresde.SphereSDE, got {type(sde).__name__}")
+    if solver is None:
+        solver = default_solver(sde.convention)
+    elif not isinstance(solver, diffrax.AbstractSolver):
+        raise TypeError(f"solver must be a Diffrax solver, got {type(solver).__name__}")
+    sense = solver_convention(solver)
+    if sense != sde.convention:
+        raise ValueError(
+            f"solver {type(solver).__name__} converges to the "
+            f"{sense or 'unspecified (neither Ito nor Stratonovich)'} solution but the SDE is "
+            f"written in {sde.convention} form; pass an {sde.convention} solver "
+            f"(default: {type(default_solver(sde.convention)).__name__}) or rewrite the SDE"
+        )
+    if isinstance(brownian, str):
+        if brownian not in _BROWNIAN_KINDS:
+            raise ValueError(f"brownian must be 'unsafe', 'virtual' or a Diffrax Brownian path, "
+                             f"got {brownian!r}")
+        if key is None:
+            raise ValueError("key is required (the Brownian path is drawn from it)")
+    elif not isinstance(brownian, diffrax.AbstractBrownianPath):
+        raise TypeError(f"brownian must be 'unsafe', 'virtual' or a Diffrax Brownian path, "
+                        f"got {type(brownian).__name__}")
+
+    ts = _grid(t0, t1, dt)
+    y0 = _check_y0(sde, y0, ts, args, batch=batch)
+    return solver, y0, ts
+
+
+def _grid(t0, t1, dt) -> Array:
+    for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
+        if not _concrete(value) or np.ndim(value) != 0:
+            raise TypeError(f"{name} must be a concrete scalar (the step grid is fixed before "
+                            f"tracing); vmap over keys and y0 instead, got {value!r}")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+    t0, t1, dt = float(t0), float(t1), float(dt)
+    if dt <= 0:
+        raise ValueError(f"dt must be positive, got dt={dt}")
+    if t1 <= t0:
+        raise ValueError(f"t1 must be greater than t0, got t0={t0}, t1={t1}")
+    ratio = (t1 - t0) / dt
+    # A ratio within rounding of an integer m means m steps, not m + 1 with a sliver.
+    steps = max(round(ratio), 1) if abs(ratio - round(ratio)) <= 1e-9 * ratio else math.ceil(ratio)
+    ts = t0 + dt * np.arange(steps + 1, dtype=np.float64)
+    ts[-1] = t1
+    return jnp.asarray(ts)
+
+
+def _check_y0(sde, y0, ts, args, *, batch):
+    y0 = jnp.asarray(y0)
+    if not jnp.issubdtype(y0.dtype, jnp.floating):
+        y0 = y0.astype(jnp.result_type(float))
+    lead = 1 if batch else 0
+    if y0.ndim - lead not in (1, 2):
+        want = "(paths, d) or (paths, n, d)" if batch else "(d,) or (n, d)"
+        raise ValueError(f"y0 must have shape {want}, got shape {y0.shape}")
+    d = y0.shape[-1]
+    if d < 2:
+        raise ValueError(f"y0 rows must lie on S^(d-1) with d >= 2, got d={d} "
+                         f"(y0 shape {y0.shape})")
+    state = jax.ShapeDtypeStruct(y0.shape[lead:], y0.dtype)
+    dw = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
+    for name, fn, extra in (("drift", sde.drift, ()), ("diffusion", sde.diffusion, (dw,))):
+        try:
+            out = jax.eval_shape(fn, ts[0], state, args, *extra)
+        except Exception as err:
+            raise ValueError(
+                f"sde.{name} failed on y0 of shape {state.shape} (noise_shape "
+                f"{sde.noise_shape}): {err}"
+            ) from err
+        if getattr(out, "shape", None) != state.shape:
+            raise ValueError(
+                f"sde.{name} returns shape {getattr(out, 'shape', type(out).__name__)} for y0 of "
+                f"shape {state.shape} and noise_shape {sde.noise_shape}; it must match y0"
+            )
+    if _concrete(y0):
+        if not bool(jnp.all(jnp.isfinite(y0))):
+            raise ValueError("y0 contains NaN or infinite entries")
+        norms = jnp.linalg.norm(y0, axis=-1)
+        if bool(jnp.any(norms == 0)):
+            raise ValueError("y0 has a zero row, which has no direction on the sphere")
+        off = float(jnp.max(jnp.abs(norms - 1)))
+        if off > 1000 * jnp.finfo(y0.dtype).eps:
+            warnings.warn(
+                f"y0 rows are off the unit sphere by up to {off:.3g}; normalizing them",
+                OffSphereWarning, stacklevel=3,
+            )
+    return retract(y0)

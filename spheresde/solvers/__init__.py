@@ -1,0 +1,19 @@
+"""Sphere-preserving SDE solvers, each a Diffrax solver usable in ``diffrax.diffeqsolve``.
+
+========================  =============  ======  ====  ================================
+solver                    sense          strong  weak  how the norm is kept
+========================  =============  ======  ====  ================================
+``GeodesicEuler``         Ito            0.5     1     exponential map (exact)
+``Retracted(Euler())``    Ito            0.5     1     normalization after the step
+``GeodesicHeun``          Stratonovich   0.5*    1     exponential map (exact)
+``GeodesicMidpoint``      Stratonovich   0.5*    1     exponential map (exact)
+``Retracted(Heun())``     Stratonovich   0.5*    1     normalization after the step
+========================  =============  ======  ====  ================================
+
+\* strong order 1 when the noise is commutative (e.g. one scalar Brownian motion).
+"""
+
+from ._geodesic import GeodesicEuler as GeodesicEuler
+from ._geodesic import GeodesicHeun as GeodesicHeun
+from ._geodesic import GeodesicMidpoint as GeodesicMidpoint
+from ._retracted import Retracted as Retracted

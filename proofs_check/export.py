@@ -1,0 +1,178 @@
+r"""NumPy / JAX callables lambdified from the SymPy derivations (the numerics' source of truth).
+
+Nothing here is typed by hand: every callable is :func:`sympy.lambdify` of an expression that
+:mod:`proofs_check.two_token`, :mod:`proofs_check.stability` or :mod:`proofs_check.limit`
+derives. Importing this module is cheap; the derivation runs on the first call of
+:func:`rho_coefficients` / :func:`limit_coefficients` (a few seconds) and is cached.
+
+Numerical form: the softmax weight ratio :math:`r = e^{-\beta(1-\rho)} \in (0, 1]` and
+:math:`q = e^{-2\beta}` are the only exponentials, so nothing overflows for large
+:math:`\beta` or :math:`|z|`. All functions broadcast their arguments; SDEs are **Ito**.
+
+Examples
+--------
+>>> rc = rho_coefficients("numpy")
+>>> round(float(rc.drift(0.3, 1.0, 4, 1.0, 0.0)), 6)
+0.65509
+>>> round(float(rc.critical_beta(10)), 6)  # arccosh(8) / 2
+1.38433
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["LimitCoefficients", "RhoCoefficients", "limit_coefficients", "rho_coefficients"]
+
+
+@dataclass(frozen=True)
+class RhoCoefficients:
+    r"""Lambdified coefficients of the two-token inner product :math:`\rho` (Ito).
+
+    Pure noise is ``mu = 0``, ``eps = sigma``. Signatures:
+
+    - ``drift(rho, beta, d, eps, mu)``, ``diffusion(rho, beta, d, eps, mu)`` (>= 0):
+      :math:`d\rho = m\,dt + s\,dB`.
+    - ``z_drift(z, beta, d, eps, mu)``, ``z_diffusion(z, beta, d, eps, mu)``: the SDE of
+      :math:`z = \operatorname{artanh}\rho`, written through :math:`\rho = \tanh z`.
+    - ``scale_g(rho, beta, d, eps, mu)``: :math:`g` with :math:`2m/s^2 = g/(1-\rho^2)`
+      (needs ``eps > 0``).
+    - ``lyapunov_plus(beta, d, eps, mu)``, ``lyapunov_minus(beta, d, eps, mu)``: exponents at
+      :math:`\rho = +1` and :math:`-1`.
+    - ``hybrid_threshold_eps2(beta, d, mu)``: :math:`\varepsilon^2` where
+      ``lyapunov_minus = 0``; ``inf`` when :math:`\beta \le \beta_c(d)` (no threshold: the
+      antipodal pair is then repelling for every :math:`\varepsilon`).
+    - ``critical_beta(d)``: :math:`\tfrac12\operatorname{arccosh}(d-2)` for ``d >= 3``, 0 below.
+    """
+
+    drift: Callable
+    diffusion: Callable
+    z_drift: Callable
+    z_diffusion: Callable
+    scale_g: Callable
+    lyapunov_plus: Callable
+    lyapunov_minus: Callable
+    hybrid_threshold_eps2: Callable
+    critical_beta: Callable
+
+
+@dataclass(frozen=True)
+class LimitCoefficients:
+    r"""Lambdified coefficients of the token SDE (Theorem 1, Ito).
+
+    - ``normal_drift(d, sigma)``: the coefficient ``c`` in the Ito drift
+      :math:`b_i = c\,|A_i|^2 X_i + \mu P_i A_i` (:math:`c = -\sigma^2 (d-1)/2`).
+    """
+
+    normal_drift: Callable
+
+
+def _module(backend: str):
+    if backend == "numpy":
+        return "numpy"
+    if backend == "jax":
+        return "jax"
+    raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+
+
+@functools.cache
+def rho_expressions() -> dict:
+    """The SymPy expressions behind :func:`rho_coefficients` (keyed like its fields).
+
+    Returns
+    -------
+    dict
+        ``name -> (arguments, expression)``.
+    """
+    import sympy as sp
+
+    from .limit import d, eps, mu
+    from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, scale_g
+    from .two_token import beta, derive_rho_sde, derive_z_sde, r, r_of_rho, rho, z
+
+    sde = derive_rho_sde()
+    z_drift, z_diffusion = derive_z_sde()
+    eps2, denominator = hybrid_threshold()
+    threshold = sp.Piecewise((in_beta(eps2), in_beta(denominator) > 0), (sp.oo, True))
+    z_sub = {r: r_of_rho(sp.tanh(z)), rho: sp.tanh(z)}
+    args = (rho, beta, d, eps, mu)
+    zargs = (z, beta, d, eps, mu)
+    return {
+        "drift": (args, sde.in_rho(sde.drift)),
+        "diffusion": (args, sde.in_rho(sde.diffusion)),
+        "z_drift": (zargs, z_drift.subs(r, r_of_rho()).subs(rho, sp.tanh(z))),
+        "z_diffusion": (zargs, z_diffusion.subs(z_sub)),
+        "scale_g": (args, sde.in_rho(scale_g())),
+        "lyapunov_plus": ((beta, d, eps, mu), lyapunov_exponent(1)),
+        "lyapunov_minus": ((beta, d, eps, mu), in_beta(lyapunov_exponent(-1))),
+        "hybrid_threshold_eps2": ((beta, d, mu), threshold),
+        # Max(d - 2, 1): 0 for d <= 3 (antipodal attracting for every beta > 0), and no
+        # arccosh of a value below 1 evaluated in the unused branch of a Piecewise.
+        "critical_beta": ((d,), critical_beta().subs(d - 2, sp.Max(d - 2, 1))),
+    }
+
+
+@functools.cache
+def rho_coefficients(backend: str = "numpy") -> RhoCoefficients:
+    """Lambdified two-token coefficients (see :class:`RhoCoefficients`), cached per backend.
+
+    Parameters
+    ----------
+    backend : {"numpy", "jax"}
+
+    Returns
+    -------
+    RhoCoefficients
+
+    Examples
+    --------
+    >>> rc = rho_coefficients("numpy")
+    >>> float(rc.lyapunov_plus(1.0, 4, 1.0, 0.0))
+    -3.0
+    """
+    import sympy as sp
+
+    modules = _module(backend)
+    funcs = {
+        name: sp.lambdify(args, expr, modules=modules)
+        for name, (args, expr) in rho_expressions().items()
+    }
+    return RhoCoefficients(**funcs)
+
+
+@functools.cache
+def limit_expressions() -> dict:
+    """The SymPy expressions behind :func:`limit_coefficients`."""
+    import sympy as sp
+
+    from .limit import d, derive_limit_span, eps, mu
+    from .span import TokenSpan
+
+    # One token and A = w X: the drift is (c w^2 + mu (w - w)) X, so c = coefficient / w^2.
+    span = TokenSpan(sp.Matrix([[1]]), d)
+    w = sp.Symbol("w", positive=True)
+    (x,) = span.tokens()
+    drift = derive_limit_span(span, [x * w]).drift[0].coeffs[0]
+    c = sp.factor(sp.cancel(drift.subs(mu, 0) / w**2))
+    return {"normal_drift": ((d, eps), c)}
+
+
+@functools.cache
+def limit_coefficients(backend: str = "numpy") -> LimitCoefficients:
+    """Lambdified Theorem-1 coefficients (see :class:`LimitCoefficients`).
+
+    Examples
+    --------
+    >>> float(limit_coefficients("numpy").normal_drift(3, 2.0))
+    -4.0
+    """
+    import sympy as sp
+
+    modules = _module(backend)
+    funcs = {
+        name: sp.lambdify(args, expr, modules=modules)
+        for name, (args, expr) in limit_expressions().items()
+    }
+    return LimitCoefficients(**funcs)

@@ -1,0 +1,322 @@
+r"""Theorem 1: the SDE limit of the normalized stochastic Transformer, derived with SymPy.
+
+One layer of the discrete network (MODEL.md section 1) moves token :math:`X_i` to
+
+.. math::
+
+    Y_i = X_i + s\,\varepsilon G A_i + s^2 \mu A_i, \qquad X_i' = Y_i / |Y_i|,
+    \qquad s = h^{1/2} = L^{-1/2},
+
+with :math:`G` a ``d x d`` matrix of iid :math:`N(0, 1)` entries shared by all tokens
+(pure noise: :math:`\mu = 0`, :math:`\varepsilon = \sigma`; hybrid: ``V = (mu/sqrt L) I + eps G``).
+Expanding :math:`X_i'` in ``s`` to second order and taking Gaussian expectations with
+Isserlis' theorem gives, per unit of depth-time :math:`h`, the **Ito** drift and the
+diffusion covariance of the limit
+
+.. math::
+
+    b_i = -\tfrac{\varepsilon^2 (d-1)}{2} |A_i|^2 X_i + \mu P_i A_i, \qquad
+    \Sigma_{ij} = \varepsilon^2 \langle A_i, A_j \rangle P_i P_j .
+
+Two derivations are given: :func:`derive_limit_span` works in the token span with ``d``
+symbolic (every dimension at once, any attention vector), and
+:func:`derive_limit_components` expands explicit components of :math:`G` for one given
+``d`` (an independent second witness, no span bookkeeping).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .span import SpanMatrix, SpanVector, TokenSpan
+
+s = sp.Symbol("s", positive=True)
+d = sp.Symbol("d", integer=True, positive=True)
+eps = sp.Symbol("epsilon", positive=True)
+mu = sp.Symbol("mu", nonnegative=True)
+
+
+@functools.cache
+def normalization_series() -> tuple[sp.Expr, sp.Expr]:
+    r"""Taylor coefficients of :math:`|Y|^{-1}` in ``s``.
+
+    With :math:`|X| = 1`, :math:`\xi = X^\top \varepsilon G A`,
+    :math:`q = |\varepsilon G A|^2` and :math:`c = \langle X, A \rangle`,
+    :math:`|Y|^2 = 1 + 2 s \xi + s^2 (q + 2 \mu c) + O(s^3)`.
+
+    Returns
+    -------
+    f1, f2 : sympy.Expr
+        :math:`|Y|^{-1} = 1 + f_1 s + f_2 s^2 + O(s^3)`, polynomials in ``xi``, ``q``, ``c``.
+
+    Examples
+    --------
+    >>> f1, f2 = normalization_series()
+    >>> f1
+    -xi
+    >>> f2
+    -c*mu - q/2 + 3*xi**2/2
+    """
+    xi, q, c = sp.symbols("xi q c", real=True)
+    norm2 = 1 + 2 * s * xi + s**2 * (q + 2 * mu * c)
+    series = sp.series(norm2 ** sp.Rational(-1, 2), s, 0, 3).removeO()
+    return sp.expand(series.coeff(s, 1)), sp.expand(series.coeff(s, 2))
+
+
+@dataclass(frozen=True)
+class _RandomVector:
+    """Sum of ``poly * vec`` (deterministic) and ``poly * (eps G vec)`` terms."""
+
+    det: tuple[tuple[sp.Expr, SpanVector], ...]
+    noisy: tuple[tuple[sp.Expr, SpanVector], ...]
+
+
+def _pair_scalar(key1, key2, tokens, attention, span):
+    """Isserlis pair E[f g] for the scalar Gaussian forms xi_i and q_i (over eps^2)."""
+    (kind1, i), (kind2, j) = key1, key2
+    if kind1 == kind2 == "xi":
+        return tokens[i].dot(tokens[j]) * attention[i].dot(attention[j])
+    raise NotImplementedError
+
+
+def _expect_scalar(poly, xis, qs, tokens, attention, span):
+    r"""E of a polynomial of degree <= 2 in the Gaussian entries (xi has degree 1, q degree 2).
+
+    Uses :math:`E[\xi_i \xi_j] = \varepsilon^2 \langle X_i, X_j\rangle \langle A_i, A_j\rangle`
+    and :math:`E[q_i] = \varepsilon^2 d |A_i|^2` (Isserlis with
+    :math:`E[G_{ab} G_{ce}] = \delta_{ac}\delta_{be}`).
+    """
+    gens = list(xis) + list(qs)
+    total = sp.Integer(0)
+    for monom, coeff in sp.Poly(poly, *gens).terms():
+        xi_pows, q_pows = monom[: len(xis)], monom[len(xis) :]
+        degree = sum(xi_pows) + 2 * sum(q_pows)
+        if degree == 0:
+            total += coeff
+        elif degree == 1:
+            continue
+        elif degree == 2 and sum(q_pows) == 1:
+            i = q_pows.index(1)
+            total += coeff * eps**2 * span.dim * attention[i].dot(attention[i])
+        elif degree == 2:
+            idx = [k for k, p in enumerate(xi_pows) for _ in range(p)]
+            total += (
+                coeff
+                * eps**2
+                * _pair_scalar(("xi", idx[0]), ("xi", idx[1]), tokens, attention, span)
+            )
+        else:
+            raise NotImplementedError("only moments of order <= 2 enter at order h")
+    return total
+
+
+def _expect_xi_times_noise(poly, xis, qs, w, tokens, attention, span) -> SpanVector:
+    r"""E[poly * eps G w] for poly of degree <= 1: :math:`E[\xi_i\,\varepsilon G w] =
+    \varepsilon^2 \langle A_i, w\rangle X_i` and :math:`E[\varepsilon G w] = 0`."""
+    out = span.vector([0] * span.n)
+    for monom, coeff in sp.Poly(poly, *xis, *qs).terms():
+        degree = sum(monom[: len(xis)]) + 2 * sum(monom[len(xis) :])
+        if degree == 0:
+            continue
+        if degree != 1:
+            raise NotImplementedError("only moments of order <= 2 enter at order h")
+        i = monom.index(1)
+        out = out + tokens[i] * (coeff * eps**2 * attention[i].dot(w))
+    return out
+
+
+@dataclass(frozen=True)
+class LimitSDE:
+    r"""Ito coefficients of the token SDE, as span objects.
+
+    Attributes
+    ----------
+    drift : list of SpanVector
+        :math:`b_i`, the **Ito** drift of token ``i`` per unit depth-time.
+    covariance : dict
+        ``covariance[i, j]`` is the ``d x d`` matrix :math:`\Sigma_{ij}` with
+        :math:`E[dX_i\, dX_j^\top] = \Sigma_{ij}\, dt`.
+    """
+
+    drift: list[SpanVector]
+    covariance: dict[tuple[int, int], SpanMatrix]
+
+
+def derive_limit_span(span: TokenSpan, attention: list[SpanVector]) -> LimitSDE:
+    r"""Derive the Ito limit of the normalized update, symbolically in ``d``.
+
+    Expands :math:`X_i' - X_i = s\,(X_i f_1 + Z_i) + s^2 (X_i f_2 + f_1 Z_i + \mu A_i)
+    + O(s^3)` with :math:`Z_i = \varepsilon G A_i` and takes expectations: the drift is
+    :math:`E[\text{coefficient of } s^2]` (the ``s`` term is centred) and the covariance is
+    :math:`E[(\text{coefficient of } s)_i (\text{coefficient of } s)_j^\top]`.
+
+    Parameters
+    ----------
+    span : TokenSpan
+        Tokens (unit: the Gram matrix has ones on its diagonal) and dimension.
+    attention : list of SpanVector
+        The attention vectors :math:`A_i` (any vectors of the span).
+
+    Returns
+    -------
+    LimitSDE
+        Ito drift and covariance per unit depth-time.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> span = TokenSpan(sp.Matrix([[1]]), d)
+    >>> (x,) = span.tokens()
+    >>> sde = derive_limit_span(span, [x])
+    >>> sp.factor(sde.drift[0].coeffs[0])
+    -epsilon**2*(d - 1)/2
+    """
+    f1, f2 = normalization_series()
+    sym_xi, sym_q, sym_c = sp.symbols("xi q c", real=True)
+    n = span.n
+    tokens = span.tokens()
+    xis = sp.symbols(f"xi_0:{n}", real=True)
+    qs = sp.symbols(f"q_0:{n}", real=True)
+    first, second = [], []
+    for i in range(n):
+        sub = {sym_xi: xis[i], sym_q: qs[i], sym_c: tokens[i].dot(attention[i])}
+        f1i, f2i = f1.subs(sub), f2.subs(sub)
+        first.append(_RandomVector(((f1i, tokens[i]),), ((sp.Integer(1), attention[i]),)))
+        second.append(_RandomVector(((f2i, tokens[i]), (mu, attention[i])), ((f1i, attention[i]),)))
+
+    def expect(rv: _RandomVector) -> SpanVector:
+        out = span.vector([0] * n)
+        for poly, vec in rv.det:
+            out = out + vec * _expect_scalar(poly, xis, qs, tokens, attention, span)
+        for poly, vec in rv.noisy:
+            out = out + _expect_xi_times_noise(poly, xis, qs, vec, tokens, attention, span)
+        return out
+
+    def expect_outer(u: _RandomVector, v: _RandomVector) -> SpanMatrix:
+        out = span.identity() * 0
+        for (pu, vu), (pv, vv) in itertools.product(u.det, v.det):
+            e = _expect_scalar(sp.expand(pu * pv), xis, qs, tokens, attention, span)
+            out = out + span.outer(vu, vv) * e
+        for (pu, vu), (pv, wv) in itertools.product(u.det, v.noisy):
+            out = out + span.outer(
+                vu, _expect_xi_times_noise(sp.expand(pu * pv), xis, qs, wv, tokens, attention, span)
+            )
+        for (pu, wu), (pv, vv) in itertools.product(u.noisy, v.det):
+            out = out + span.outer(
+                _expect_xi_times_noise(sp.expand(pu * pv), xis, qs, wu, tokens, attention, span), vv
+            )
+        for (pu, wu), (pv, wv) in itertools.product(u.noisy, v.noisy):
+            # E[(eps G w)(eps G w')^T] = eps^2 <w, w'> I; the polynomial factors are
+            # constants here (degree 0), higher ones would be of order > h.
+            if sp.Poly(pu * pv, *xis, *qs).total_degree() > 0:
+                raise NotImplementedError("only moments of order <= 2 enter at order h")
+            out = out + span.identity() * (pu * pv * eps**2 * wu.dot(wv))
+        return out
+
+    drift = [expect(second[i]) for i in range(n)]
+    cov = {(i, j): expect_outer(first[i], first[j]) for i in range(n) for j in range(n)}
+    return LimitSDE(drift, cov)
+
+
+def stated_limit_span(span: TokenSpan, attention: list[SpanVector]) -> LimitSDE:
+    r"""The closed form of the limit (Ito), written from the formula as stated.
+
+    :math:`b_i = -\varepsilon^2 \frac{d-1}{2}|A_i|^2 X_i + \mu P_i A_i`,
+    :math:`\Sigma_{ij} = \varepsilon^2 \langle A_i, A_j\rangle P_i P_j`.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> span = TokenSpan(sp.Matrix([[1]]), d)
+    >>> (x,) = span.tokens()
+    >>> stated_limit_span(span, [x]).covariance[0, 0].trace()
+    d*epsilon**2 - epsilon**2
+    """
+    tokens = span.tokens()
+    proj = [span.projection(x) for x in tokens]
+    drift = [
+        x * (-(eps**2) * (span.dim - 1) / 2 * a.dot(a)) + (p @ a) * mu
+        for x, a, p in zip(tokens, attention, proj, strict=True)
+    ]
+    cov = {
+        (i, j): (proj[i] @ proj[j]) * (eps**2 * attention[i].dot(attention[j]))
+        for i in range(span.n)
+        for j in range(span.n)
+    }
+    return LimitSDE(drift, cov)
+
+
+def generic_span(n: int) -> tuple[TokenSpan, list[SpanVector]]:
+    r"""Unit tokens with a generic symbolic Gram matrix and generic attention vectors.
+
+    Returns
+    -------
+    span : TokenSpan
+        Gram matrix with unit diagonal and symbols ``g_ij`` off it, dimension ``d``.
+    attention : list of SpanVector
+        :math:`A_i = \sum_j w_{ij} X_j` with free symbols ``w_ij`` (any attention rule).
+
+    Examples
+    --------
+    >>> span, att = generic_span(2)
+    >>> span.gram
+    Matrix([
+    [   1, g_01],
+    [g_01,    1]])
+    """
+    gram = sp.eye(n)
+    for i, j in itertools.combinations(range(n), 2):
+        gram[i, j] = gram[j, i] = sp.Symbol(f"g_{i}{j}", real=True)
+    span = TokenSpan(gram, d)
+    weights = [[sp.Symbol(f"w_{i}{j}", real=True) for j in range(n)] for i in range(n)]
+    return span, [span.vector(row) for row in weights]
+
+
+def softmax_attention(span: TokenSpan, beta: sp.Expr) -> list[SpanVector]:
+    r"""Softmax attention :math:`A_i = \sum_j \operatorname{softmax}_j(\beta G_{ij}) X_j`
+    (``Q = K = Id``).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> rho, beta = sp.symbols("rho beta", real=True)
+    >>> span = TokenSpan(sp.Matrix([[1, rho], [rho, 1]]), d)
+    >>> softmax_attention(span, beta)[0].coeffs.T
+    Matrix([[exp(beta)/(exp(beta) + exp(beta*rho)), exp(beta*rho)/(exp(beta) + exp(beta*rho))]])
+    """
+    out = []
+    for i in range(span.n):
+        logits = [sp.exp(beta * span.gram[i, j]) for j in range(span.n)]
+        total = sum(logits)
+        out.append(span.vector([w / total for w in logits]))
+    return out
+
+
+def sphere_supported_drift(sde: LimitSDE, span: TokenSpan) -> list[sp.Expr]:
+    r"""Ito drift and variance of :math:`|X_i|^2` (the sphere-supported lemma).
+
+    Drift :math:`2\langle X_i, b_i\rangle + \operatorname{tr}\Sigma_{ii}`.
+
+    It vanishes identically (the paper's sphere-supported lemma); the diffusion of
+    :math:`|X_i|^2` is :math:`4 X_i^\top \Sigma_{ii} X_i`, also 0.
+
+    Returns
+    -------
+    list of sympy.Expr
+        ``[drift of |X_i|^2, diffusion variance of |X_i|^2]`` for each ``i``, flattened.
+
+    Examples
+    --------
+    >>> span, att = generic_span(1)
+    >>> sphere_supported_drift(derive_limit_span(span, att), span)
+    [0, 0]
+    """
+    out = []
+    for i, x in enumerate(span.tokens()):
+        out.append(sp.simplify(2 * x.dot(sde.drift[i]) + sde.covariance[i, i].trace()))
+        out.append(sp.simplify(4 * sde.covariance[i, i].quadratic(x, x)))
+    return out

@@ -23,10 +23,10 @@ each solver against this curve.
 #
 # A :class:`spheresde.SphereSDE` takes the drift ``f(t, y, args)`` and the diffusion
 # applied to an increment, ``g(t, y, args, dw)``: the noise matrix is never formed.
+import diffrax
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
-import diffrax
 
 import spheresde
 
@@ -76,7 +76,7 @@ for name, sde in [("Itô, GeodesicEuler", ito), ("Stratonovich, GeodesicHeun", s
 exact = jnp.exp(-(d - 1) * ts / 2)
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.plot(ts, exact, "k-", lw=2, label=r"exact $e^{-(d-1)t/2}$")
-for (name, (mean, se)), marker in zip(results.items(), ["o", "s"]):
+for (name, (mean, se)), marker in zip(results.items(), ["o", "s"], strict=True):
     ax.errorbar(ts, mean, yerr=2 * se, fmt=marker, ms=4, capsize=2, label=name)
     z = jnp.max(jnp.abs(mean - exact)[1:] / se[1:])
     print(f"{name:28s} largest deviation from exact: {float(z):.1f} standard errors")

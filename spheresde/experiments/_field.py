@@ -1,0 +1,97 @@
+"""Figure 1: the attention field on the circle, before and after the tangent projection."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ._plotting import ANTIPODAL, SINGLE, atomic_write_text, plt, save
+
+
+def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
+    r"""Unnormalized field :math:`A^U_\beta(x, \mathbf X)` and its projection :math:`P_x A^U`.
+
+    The token set is :math:`\mathbf X = (x, X^1, \dots)`: the query ``x`` is itself a
+    token, as in the paper's Figure 1, so each query sees a different configuration.
+
+    Returns two arrays of the shape of ``queries``.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .. import attention, project_tangent
+
+    others = jnp.asarray(others, dtype=float)
+
+    def one(x):
+        tokens = jnp.concatenate([x[None], others])
+        return attention(tokens, beta, queries=x[None])[0]
+
+    queries = jnp.asarray(queries, dtype=float)
+    field = jax.vmap(one)(queries)
+    return np.asarray(field), np.asarray(project_tangent(queries, field))
+
+
+def run_field(
+    out: str | os.PathLike,
+    *,
+    beta: float = 1.0,
+    angles: tuple[float, ...] = (0.35 * np.pi, 1.15 * np.pi),
+    points: int = 32,
+) -> dict:
+    """Draw ``out/field.png`` (two panels) and write the sampled field to ``out/field.csv``.
+
+    ``angles`` place the fixed tokens :math:`X^1, X^2` on the circle (d = 2); Q = K = Id.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    theta = np.linspace(0.0, 2 * np.pi, points, endpoint=False)
+    queries = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    others = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
+    field, tangent = attention_field(beta, others, queries)
+
+    buf = io.StringIO()
+    buf.write("theta,x,y,A_x,A_y,PA_x,PA_y,A_normal\n")
+    for t, q, a, p in zip(theta, queries, field, tangent, strict=True):
+        vals = (t, *q, *a, *p, float(q @ a))
+        buf.write(",".join(repr(float(v)) for v in vals) + "\n")
+    atomic_write_text(out / "field.csv", buf.getvalue())
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.8))
+    circle = np.linspace(0, 2 * np.pi, 400)
+    titles = (
+        r"unnormalized $A^{U}_\beta(x, \mathbf{X})$",
+        r"tangent projection $P^{\perp}_x\,[A^{U}_\beta(x, \mathbf{X})]$",
+    )
+    for ax, vec, title in zip(axes, (field, tangent), titles, strict=True):
+        # each panel on its own scale (longest arrow 0.45): the projection is much shorter
+        scale = float(np.max(np.linalg.norm(vec, axis=-1))) / 0.45
+        ax.plot(np.cos(circle), np.sin(circle), color="0.6", lw=1)
+        ax.quiver(
+            queries[:, 0], queries[:, 1], vec[:, 0], vec[:, 1],
+            color=ANTIPODAL, angles="xy", scale_units="xy", scale=scale, width=0.006,
+        )
+        ax.scatter(others[:, 0], others[:, 1], s=90, color=SINGLE, zorder=3,
+                   label=r"fixed tokens $X^1, X^2$")
+        for k, (px, py) in enumerate(others, start=1):
+            ax.annotate(f"$X^{k}$", (px, py), xytext=(1.18 * px, 1.18 * py), ha="center",
+                        va="center", fontsize=12)
+        ax.set_title(title + f"\n(arrows scaled by {1 / scale:.2f})", fontsize=10)
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.6, 1.6)
+        ax.set_ylim(-1.6, 1.6)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0].legend(loc="lower left", fontsize=8)
+    fig.suptitle(rf"Attention field on the circle, $d=2$, $\beta={beta:g}$, $Q=K=\mathrm{{Id}}$, "
+                 r"$\mathbf{X}=(x, X^1, X^2)$")
+    png = save(fig, out / "field.png")
+    return {
+        "png": png,
+        "csv": out / "field.csv",
+        "max_normal_before": float(np.max(np.abs(np.sum(field * queries, axis=-1)))),
+        "max_normal_after": float(np.max(np.abs(np.sum(tangent * queries, axis=-1)))),
+    }

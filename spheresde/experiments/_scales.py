@@ -1,0 +1,81 @@
+"""Sizes of the experiments: ``quick`` (minutes on a laptop CPU) and ``paper``.
+
+``quick`` is also what each sub-command uses by default. The paper's Figure 3 uses
+40,000 trajectories of the discrete network with L = 100 layers per unit depth-time and
+horizon T = 500 (50,000 layers); ``quick`` replaces the network by the exact 1-D SDE of
+rho = <X_1, X_2> (the same law in the limit L -> infinity), fewer trajectories, a coarser
+step and a shorter horizon, and reports the undecided fraction this leaves.
+"""
+
+from __future__ import annotations
+
+QUICK = {
+    "phase": {
+        "dims": [4, 5, 6, 7, 8, 9, 10],
+        "betas": [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
+        "trajectories": 2000,
+        "layers": 20,
+        "horizon": 50.0,
+        "method": "reduced",
+    },
+    "phase_discrete": {
+        "dims": [4, 8],
+        "betas": [0.5, 1.0, 1.5, 2.0, 3.0],
+        "trajectories": 200,
+        "layers": 20,
+        "horizon": 20.0,
+        "method": "discrete",
+    },
+    "hybrid": {
+        "betas": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0],
+        "eps": [0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4],
+        "tokens": 2,
+        "dim": 3,
+        "trajectories": 400,
+        "layers": 20,
+        "horizon": 50.0,
+        "method": "reduced",
+    },
+    "tokens": {
+        "tokens": [3, 4, 6],
+        "betas": [0.5, 1.0, 2.0, 3.0, 4.0],
+        "dim": 3,
+        "trajectories": 200,
+        "layers": 20,
+        "horizon": 20.0,
+        "method": "discrete",
+    },
+}
+
+PAPER = {
+    "phase": {
+        "dims": [4, 5, 6, 7, 8, 9, 10],
+        "betas": [0.25 * k for k in range(1, 13)],
+        "trajectories": 40_000,
+        "layers": 100,
+        "horizon": 500.0,
+        "method": "discrete",
+    },
+    "phase_discrete": None,
+    "hybrid": {
+        "betas": [0.25 * k for k in range(1, 21)],
+        "eps": [0.1 * k for k in range(1, 16)],
+        "tokens": 2,
+        "dim": 3,
+        "trajectories": 4000,
+        "layers": 100,
+        "horizon": 500.0,
+        "method": "discrete",
+    },
+    "tokens": {
+        "tokens": [3, 4, 6, 8],
+        "betas": [0.5 * k for k in range(1, 11)],
+        "dim": 3,
+        "trajectories": 4000,
+        "layers": 100,
+        "horizon": 500.0,
+        "method": "discrete",
+    },
+}
+
+SCALES = {"quick": QUICK, "paper": PAPER}

@@ -303,19 +303,30 @@ def simulate_network(
     tokens0 = jnp.asarray(tokens0)
     n, d = tokens0.shape[-2:]
     noise = ("span" if n < d else "full") if noise is None else noise
-    z_shape = _noise_shape(noise, d, n)
-    r = {"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius]
+    _noise_shape(noise, d, n)
     steps = round(horizon * layers)
-    drift_step, noise_step = weights.layer_steps(layers)
-    x0 = jnp.broadcast_to(tokens0, (trajectories, n, d))
-    beta_eff = beta / r**2
-    layer = jax.vmap(
-        lambda x, z: _layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise, r)
+    if save_every is not None and steps % save_every:
+        raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
+    drift_step, noise_step = (float(s) for s in weights.layer_steps(layers))
+    return _run_network(
+        key, jnp.broadcast_to(tokens0, (trajectories, n, d)), jnp.asarray(beta, tokens0.dtype),
+        Q, K, steps=steps, layers=layers, drift_step=drift_step, noise_step=noise_step,
+        noise=noise, radius={"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius],
+        save_every=save_every,
     )
-    deterministic = noise_step == 0.0
+
+
+@eqx.filter_jit
+def _run_network(key, x0, beta, Q, K, *, steps, layers, drift_step, noise_step, noise, radius,
+                 save_every):
+    trajectories, n, d = x0.shape
+    z_shape = _noise_shape(noise, d, n)
+    layer = jax.vmap(
+        lambda x, z: _layer(x, z, beta / radius**2, Q, K, drift_step, noise_step, noise, radius)
+    )
 
     def one(x, k):
-        if deterministic:
+        if noise_step == 0.0:  # deterministic weights: no draws at all
             z = jnp.zeros((trajectories, *z_shape), x.dtype)
         else:
             z = jax.random.normal(jax.random.fold_in(key, k), (trajectories, *z_shape), x.dtype)
@@ -324,12 +335,10 @@ def simulate_network(
     if save_every is None:
         x, _ = jax.lax.scan(one, x0, jnp.arange(steps))
         return NetworkResult(x, None, None)
-    if steps % save_every:
-        raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
 
     def block(x, b):
         x, _ = jax.lax.scan(one, x, b * save_every + jnp.arange(save_every))
-        return x, jnp.einsum("tid,tjd->tij", x, x) / r**2
+        return x, jnp.einsum("tid,tjd->tij", x, x) / radius**2
 
     x, gram = jax.lax.scan(block, x0, jnp.arange(steps // save_every))
     times = jnp.arange(1, steps // save_every + 1) * save_every / layers

@@ -180,6 +180,18 @@ class Sweep:
         atomic_write_text(self.csv_path, buf.getvalue())
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
 
+    def _save(self, order: list[tuple[str, ...]]) -> None:
+        """:meth:`_write`, finished even when Ctrl-C lands in the middle (then re-raised).
+
+        The CSV and the JSON are two files: an interrupt between them would leave the run
+        record one point behind the table.
+        """
+        try:
+            self._write(order)
+        except KeyboardInterrupt:
+            self._write(order)
+            raise
+
     def _stamp(self, record: dict[str, Any], start: float) -> None:
         record["wall_time_s"] = round(time.perf_counter() - start, 3)
         self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
@@ -228,7 +240,7 @@ class Sweep:
                 self.rows[self._key(point)] = {c: format_value(values[c]) for c in self.columns}
                 record["points_computed"] += 1
                 self._stamp(record, start)
-                self._write(order)
+                self._save(order)
                 bar.update()
         self._stamp(record, start)
         record["finished"] = True

@@ -83,7 +83,7 @@ def plot_tokens(rows: list[dict], path: Path) -> Path:
     ax.legend(fontsize=7, ncol=2)
 
     top = max(float(r["beta"]) for r in rows)
-    width = 0.8 / len(ns)
+    width = 0.1 / len(ns)  # narrow bars side by side: k/n of different n can be close
     for k, (n, color) in enumerate(zip(ns, colors, strict=True)):
         r = next(r for r in rows if int(r["tokens"]) == n and float(r["beta"]) == top)
         counts = minority_counts(r["minority_counts"])
@@ -91,8 +91,8 @@ def plot_tokens(rows: list[dict], path: Path) -> Path:
         if total == 0:
             continue
         sizes = np.array(sorted(counts))
-        bx.bar(sizes / n + (k - (len(ns) - 1) / 2) * width / 4,
-               [counts[s] / total for s in sizes], width=width / 4, color=color,
+        bx.bar(sizes / n + (k - (len(ns) - 1) / 2) * width,
+               [counts[s] / total for s in sizes], width=width, color=color,
                label=f"n={n} ({total} antipodal)")
     bx.set_xlabel("size of the smaller cluster / n")
     bx.set_ylabel("share of antipodal trajectories")

@@ -65,21 +65,20 @@ def run_hybrid(out: str | os.PathLike, params: dict, *, quiet: bool = False,
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
-    """The paper's eps = sqrt(2 e^-beta) and the exact linearized threshold (nan below beta_c)."""
+    """The three boundaries of the (beta, eps) plane for two tokens.
+
+    ``paper``: the paper's eps = sqrt(2 e^-beta); ``linear``: where the antipodal pair
+    starts to attract (linearization at rho = -1, inf below beta_c); ``half``: where two
+    uniform tokens end antipodal with probability 1/2 (the exact dominant-outcome line).
+    """
     from .. import two_token
 
     betas = np.asarray(betas, dtype=float)
     return {
-        "paper": np.asarray([float(two_token.paper_hybrid_threshold(b)) for b in betas]),
-        "exact": np.asarray([float(two_token.hybrid_threshold(b, d, mu=mu)) for b in betas]),
+        "paper": np.asarray(two_token.paper_hybrid_threshold(betas), dtype=float),
+        "linear": np.asarray(two_token.hybrid_threshold(betas, d, mu=mu), dtype=float),
+        "half": np.asarray(two_token.dominant_threshold(betas, d, mu=mu), dtype=float),
     }
-
-
-def half_contour(betas, eps, d: int, mu: float) -> np.ndarray:
-    """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (1/2 contour)."""
-    from ._simulate import exact_two_tokens
-
-    return np.array([[exact_two_tokens(b, d, mu=mu, eps=e).antipodal for b in betas] for e in eps])
 
 
 def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
@@ -119,18 +118,13 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
     ax.plot(fine, th["paper"], "k--", lw=1.8)
     handles.append(Line2D([], [], color="k", ls="--",
                           label=r"paper: $\varepsilon=\sqrt{2e^{-\beta}}$"))
-    ax.plot(fine, th["exact"], color="k", lw=1.8)
+    ax.plot(fine, th["linear"], color="k", lw=1.8)
     handles.append(Line2D([], [], color="k",
-                          label=r"exact linearization at $\rho=-1$ (proofs_check)"))
+                          label=r"antipodal pair attracts above (linearization, proofs_check)"))
+    ax.plot(fine, th["half"], color="orange", lw=1.8)
+    handles.append(Line2D([], [], color="orange",
+                          label=r"exact $P(\mathrm{antipodal})=1/2$, two uniform tokens"))
     n = int(rows[0]["tokens"])
-    if n == 2:
-        gb = np.linspace(min(betas), max(betas), 36)
-        ge = np.linspace(min(eps), max(eps), 36)
-        cs = ax.contour(gb, ge, half_contour(gb, ge, d, mu), levels=[0.5], colors="orange",
-                        linewidths=1.8)
-        if cs.allsegs[0]:
-            handles.append(Line2D([], [], color="orange",
-                                  label=r"exact $P(\mathrm{antipodal})=1/2$, two tokens"))
     ax.set_xlim(edges(betas)[0], edges(betas)[-1])
     ax.set_ylim(edges(eps)[0], edges(eps)[-1])
     ax.set_xlabel(r"temperature $\beta$")

@@ -64,7 +64,6 @@ def plot_phase(rows: list[dict], path: Path, *, sigma: float = 1.0) -> Path:
     """Monte Carlo points with error bars (+-2 stderr), exact curves, dashed beta_c(d)."""
     from .. import two_token
     from ._plotting import plt, save
-    from ._simulate import exact_two_tokens
 
     dims = sorted({int(r["d"]) for r in rows})
     betas = sorted({float(r["beta"]) for r in rows})
@@ -72,9 +71,11 @@ def plot_phase(rows: list[dict], path: Path, *, sigma: float = 1.0) -> Path:
     fine = np.linspace(min([*betas, 0.0]), max(betas), 120)
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(dims)))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    top = 0.0
     for d, color in zip(dims, colors, strict=True):
-        curve = [exact_two_tokens(float(b), d, sigma=sigma).antipodal for b in fine]
+        curve = two_token.antipodal_probability(fine, d, sigma=sigma)
         ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
+        top = max(top, float(np.max(curve)))
         if d >= 3:
             ax.axvline(float(two_token.critical_beta(d)), color=color, ls="--", lw=1)
         if method != "exact":
@@ -86,9 +87,10 @@ def plot_phase(rows: list[dict], path: Path, *, sigma: float = 1.0) -> Path:
             ax.errorbar(x, y, yerr=err, fmt="o", ms=4, color=color, capsize=2)
             # the undecided mass could still go either way: show it as an upward band
             ax.vlines(x, y, y + und, color=color, lw=4, alpha=0.25)
+            top = max(top, float(np.max(y + np.maximum(und, err))))
     ax.set_xlabel(r"temperature $\beta$")
     ax.set_ylabel("P(antipodal)")
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(-0.02, min(1.02, 1.15 * top + 0.02))
     what = "exact limit (scale function)" if method == "exact" else (
         f"{method} Monte Carlo, {rows[0]['trajectories']} trajectories, L={rows[0]['layers']}, "
         f"T={float(rows[0]['horizon']):g}\n(points +-2 s.e., shaded: undecided; lines: exact "

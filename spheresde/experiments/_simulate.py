@@ -112,13 +112,13 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
     if method == "reduced":
         from .. import two_token
 
-        rho = np.asarray(two_token.simulate_rho(
+        rho = two_token.simulate_rho(
             key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
             **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
-        ))
-        single = int(np.sum(rho > 1 - tol))
-        antipodal = int(np.sum(rho < -(1 - tol)))
-        return Outcomes(single, antipodal, trajectories - single - antipodal, trajectories)
+        )
+        f = two_token.rho_fractions(rho, tol)
+        single, antipodal = round(float(f.single) * f.count), round(float(f.antipodal) * f.count)
+        return Outcomes(single, antipodal, f.count - single - antipodal, f.count)
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
     from .._outcomes import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes

@@ -1,0 +1,389 @@
+r"""Two tokens: the inner product :math:`\rho = \langle X_1, X_2\rangle` as a 1-D diffusion.
+
+For ``n = 2`` the law of the shared noise is invariant under rotations, so
+:math:`\rho_t` is itself an Ito diffusion on :math:`[-1, 1]`,
+
+.. math:: d\rho = (1-\rho^2)\big[2\mu b + \varepsilon^2\big(2(d-2)ab - (a^2+b^2)\rho\big)\big]dt
+          + \varepsilon\sqrt{2(a^2+b^2)}\,(1-\rho^2)\,dB,
+
+:math:`a = 1/(1+r)`, :math:`b = r/(1+r)`, :math:`r = e^{-\beta(1-\rho)}` (pure noise:
+:math:`\mu = 0`, :math:`\varepsilon = \sigma`). Every coefficient used here (drift,
+diffusion, the scale-function integrand :math:`g`, the coefficients in
+:math:`z = \operatorname{artanh}\rho`, the Lyapunov exponents, the hybrid threshold)
+is lambdified from the SymPy derivation in :mod:`proofs_check.export`; none is retyped.
+
+Both ends are equilibria; :math:`\rho = +1` (one cluster) always attracts, and
+:math:`\rho = -1` (antipodal pair) attracts with positive probability iff
+:math:`\beta > \beta_c(d) = \tfrac12\operatorname{arccosh}(d-2)` (pure noise).
+
+Exact probabilities
+-------------------
+With :math:`2m/s^2 = g(\rho)/(1-\rho^2)`, the scale density is
+:math:`S'(x) = (1-x)^{g(1)/2}(1+x)^{-g(-1)/2}e^{-F(x)}` with :math:`F` smooth, and
+:math:`P(\rho_t \to -1 \mid \rho_0) = \int_{\rho_0}^1 S' / \int_{-1}^1 S'` when
+:math:`g(-1) < 2`, else 0 (:math:`S(-1) = -\infty`: the antipodal state is never
+reached). The endpoint powers are integrated exactly by *product integration*: on
+:math:`[0, 1]`, :math:`\int_0^1 t^s f(t)\,dt \approx \sum_k c_k m_k(s)`, with
+:math:`c_k` the shifted-Legendre coefficients of the smooth factor :math:`f` (from
+fixed Gauss--Legendre nodes) and the exact moments
+:math:`m_k(s) = \int_0^1 t^s \tilde P_k = \frac{s(s-1)\cdots(s-k+1)}{(s+1)\cdots(s+k+1)}`.
+The nodes are the same for every :math:`(\beta, d, \varepsilon, \mu)`, so a whole grid
+is a few matrix products (the Gauss--Jacobi rule with the same exponents would need
+new nodes per parameter). :math:`F` is a Legendre series of its smooth integrand,
+integrated term by term. The tests check the result against ``scipy.integrate.quad``
+with ``weight="alg"`` at tight tolerances and against doubled node counts (``1e-10``).
+
+Monte Carlo
+-----------
+:func:`simulate_rho` integrates the SDE of :math:`z = \operatorname{artanh}\rho`
+(Euler--Maruyama, Ito), which sends :math:`\rho = \pm1` to :math:`\pm\infty`: no
+clipping, so no boundary bias. By default its increments are two-point,
+:math:`\Delta B = \pm\sqrt{\Delta t}` with probability 1/2 (the simplified weak Euler
+scheme of Kloeden & Platen, *Numerical Solution of SDEs*, section 14.1: weak order 1,
+the same as with Gaussian increments), 32 steps per random ``uint32``; ``increments=
+"gaussian"`` gives the plain Euler--Maruyama scheme.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import special
+
+from ._outcomes import OutcomeFractions
+
+__all__ = [
+    "antipodal_probability",
+    "critical_beta",
+    "diffusion",
+    "dominant_threshold",
+    "drift",
+    "hybrid_threshold",
+    "lyapunov_minus",
+    "paper_hybrid_threshold",
+    "rho_fractions",
+    "scale_g",
+    "simulate_rho",
+]
+
+
+def _rc(backend: str = "numpy"):
+    from proofs_check.export import rho_coefficients
+
+    return rho_coefficients(backend)
+
+
+def _eps(sigma, eps):
+    return sigma if eps is None else eps
+
+
+def critical_beta(d):
+    r""":math:`\beta_c(d) = \tfrac12\operatorname{arccosh}(d-2)` (0 for ``d <= 3``): pure noise
+    makes the antipodal pair attracting iff :math:`\beta > \beta_c(d)`."""
+    return np.asarray(_rc().critical_beta(np.asarray(d, float)), float)
+
+
+def drift(rho, beta, d, sigma=1.0, *, mu=0.0, eps=None):
+    r"""Ito drift of :math:`\rho = \langle X_1, X_2\rangle` (pure noise :math:`\sigma`, or
+    hybrid :math:`(\mu, \varepsilon)`)."""
+    return _rc().drift(rho, beta, d, _eps(sigma, eps), mu)
+
+
+def diffusion(rho, beta, d, sigma=1.0, *, mu=0.0, eps=None):
+    r"""Diffusion coefficient :math:`s \ge 0` of :math:`\rho`.
+
+    :math:`d\rho = m\,dt + s\,dB` in the Ito sense."""
+    return _rc().diffusion(rho, beta, d, _eps(sigma, eps), mu)
+
+
+def scale_g(rho, beta, d, sigma=1.0, *, mu=0.0, eps=None):
+    r""":math:`g(\rho)` with :math:`2m/s^2 = g/(1-\rho^2)`, the scale-function integrand."""
+    return _rc().scale_g(rho, beta, d, _eps(sigma, eps), mu)
+
+
+def lyapunov_minus(beta, d, sigma=1.0, *, mu=0.0, eps=None):
+    r"""Lyapunov exponent of :math:`1+\rho` at :math:`\rho = -1` (attracting iff negative)."""
+    return _rc().lyapunov_minus(beta, d, _eps(sigma, eps), mu)
+
+
+def hybrid_threshold(beta, d, mu=1.0):
+    r"""Exact :math:`\varepsilon` above which the hybrid's antipodal pair attracts.
+
+    From the linearization at :math:`\rho = -1` (``proofs_check``): :math:`\varepsilon^2 =
+    2\mu b_- / (1 - 2(d-1)a_- b_-)`, about :math:`2\mu e^{-2\beta}` for large
+    :math:`\beta`; ``inf`` for :math:`\beta \le \beta_c(d)` (no :math:`\varepsilon` works).
+    Compare :func:`paper_hybrid_threshold`.
+    """
+    return np.sqrt(np.asarray(_rc().hybrid_threshold_eps2(beta, d, mu), float))
+
+
+def paper_hybrid_threshold(beta):
+    r"""The paper's Figure 4 curve :math:`\varepsilon = \sqrt{2 e^{-\beta}}` (its Proposition 1).
+
+    It equals the large-:math:`\beta` form of :func:`hybrid_threshold` with
+    :math:`\beta` halved (logits scaled by 1/2), a convention the rest of the paper does
+    not use; both are reported, neither is forced onto the other.
+    """
+    return np.sqrt(2 * np.exp(-np.asarray(beta, float)))
+
+
+# --------------------------------------------------------------------------- exact
+
+
+@functools.cache
+def _rule(nodes: int):
+    """Gauss--Legendre nodes/weights on [0, 1] and the shifted Legendre matrix (k, node)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    t = (x + 1) / 2
+    legendre = np.polynomial.legendre.legvander(x, nodes - 1).T  # P_k(2t - 1) at the nodes
+    return t, w / 2, legendre, x, w
+
+
+def _product_weights(s, nodes: int):
+    r"""Weights ``W(s)`` with :math:`\int_0^1 t^s f(t)\,dt \approx \sum_j W_j f(t_j)`, exact
+    for polynomial ``f`` of degree < ``nodes``; ``s`` any array with ``s > -1``."""
+    _, w, legendre, _, _ = _rule(nodes)
+    s = np.asarray(s, float)[..., None]
+    k = np.arange(1, nodes)
+    ratios = (s - k + 1) / (s + k + 1)
+    moments = np.concatenate([1 / (s + 1), (1 / (s + 1)) * np.cumprod(ratios, axis=-1)], axis=-1)
+    return ((2 * np.arange(nodes) + 1) * moments) @ legendre * w
+
+
+def _legendre_eval(coef, x):
+    """Legendre series with coefficients ``coef`` (batch, K) at points ``x`` (batch, P)."""
+    p_prev, p = np.ones_like(x), x
+    out = coef[:, :1] * p_prev + coef[:, 1:2] * p
+    for k in range(1, coef.shape[1] - 1):
+        p_prev, p = p, ((2 * k + 1) * x * p - k * p_prev) / (k + 1)
+        out = out + coef[:, k + 1 : k + 2] * p
+    return out
+
+
+def _smooth_F(x, g, g_plus, g_minus, nodes: int):
+    r""":math:`F(x) = \int_0^x [g(y) - g(1)\tfrac{1+y}{2} - g(-1)\tfrac{1-y}{2}]/(1-y^2)\,dy`.
+
+    The integrand is smooth (the endpoint parts are removed), so a Legendre series from
+    ``nodes`` Gauss--Legendre points, integrated term by term, is spectrally accurate.
+    """
+    _, _, legendre, y, w = _rule(nodes)
+    h = (g(y[None, :]) - g_plus * (1 + y) / 2 - g_minus * (1 - y) / 2) / (1 - y**2)
+    coef = (h * w) @ legendre.T * (2 * np.arange(nodes) + 1) / 2
+    return _legendre_eval(np.polynomial.legendre.legint(coef, axis=-1), x)
+
+
+def antipodal_probability(beta, d, *, rho0=None, sigma=1.0, mu=0.0, eps=None, nodes: int = 64):
+    r"""Exact probability that two tokens end antipodal, :math:`P(\rho_t \to -1)`.
+
+    From the scale function of the :math:`\rho`-diffusion (module docstring); exactly 0
+    where :math:`g(-1) \ge 2`, i.e. where the antipodal state does not attract (pure
+    noise: :math:`\beta \le \beta_c(d)`). All arguments broadcast, so a whole
+    :math:`(d, \beta)` grid is one call.
+
+    Parameters
+    ----------
+    beta, d
+        Inverse temperature and dimension (``d >= 2``).
+    rho0
+        Initial inner product; ``None`` averages over two independent uniform tokens,
+        :math:`\rho_0 = 2B - 1`, :math:`B \sim \mathrm{Beta}(\tfrac{d-1}{2}, \tfrac{d-1}{2})`.
+    sigma
+        Pure-noise scale (used when ``eps`` is None).
+    mu, eps
+        Hybrid model :math:`V = (\mu/\sqrt L) I + \varepsilon G` (``eps > 0``).
+    nodes
+        Quadrature nodes per half interval (64 gives ~1e-12 for :math:`\beta \lesssim 20`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Probabilities, broadcast shape of the arguments.
+    """
+    e = _eps(sigma, eps)
+    arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in (beta, d, e, mu)),
+                                 np.asarray(0.0 if rho0 is None else rho0, float))
+    shape = arrays[0].shape
+    beta, d, e, mu, r0 = (a.reshape(-1, 1) for a in arrays)
+    if np.any(e <= 0):
+        raise ValueError("the noise scale must be positive (eps = 0 is deterministic)")
+    if np.any(d < 2):
+        raise ValueError("d must be >= 2")
+    rc = _rc()
+
+    def g(x):
+        return rc.scale_g(x, beta, d, e, mu)
+
+    g_plus, g_minus = g(np.ones(1)), g(-np.ones(1))
+    alpha, b = g_plus / 2, -g_minus / 2  # exponents of (1 - x) and (1 + x) in S'
+    attracting = g_minus < 2
+    b = np.where(attracting, b, 0.0)  # placeholder where the answer is 0 anyway
+    t = _rule(nodes)[0][None, :]
+    uniform = rho0 is None
+    a_half = (d - 1) / 2
+    # Points where F is needed: the lower and upper half-interval nodes, and rho0's maps.
+    lo_x, hi_x = t - 1, 1 - t
+    ell_hi, ell_lo = 1 - r0, 1 + r0
+    points = [lo_x, hi_x] + ([] if uniform else [1 - ell_hi * t, -1 + ell_lo * t])
+    F = _smooth_F(np.concatenate([np.broadcast_to(p, (beta.shape[0], nodes)) for p in points],
+                                 axis=1), g, g_plus, g_minus, nodes)
+    F = F - F.min(axis=1, keepdims=True)  # the constant cancels; this keeps exp finite
+    F = np.split(F, len(points), axis=1)
+    smooth_lo = (1 - lo_x) ** alpha * np.exp(-F[0])  # S' / (1+x)^b on [-1, 0]
+    smooth_hi = (1 + hi_x) ** b * np.exp(-F[1])       # S' / (1-x)^alpha on [0, 1]
+
+    def integral(s, f):
+        return np.sum(_product_weights(s[:, 0], nodes) * f, axis=1, keepdims=True)
+
+    total_hi = integral(alpha, smooth_hi)
+    total = integral(b, smooth_lo) + total_hi
+    if uniform:
+        # CDF(x) = (1+x)^a H(x) with H smooth near -1; on [0, 1] use 1 - CDF(-x).
+        def h(x):
+            return special.betainc(a_half, a_half, (1 + x) / 2) / (1 + x) ** a_half
+
+        below = integral(b + a_half, smooth_lo * h(lo_x))
+        above = total_hi - integral(alpha + a_half, smooth_hi * h(-hi_x))
+        p = (below + above) / total
+    else:
+        upper = ell_hi ** (alpha + 1) * integral(alpha, (2 - ell_hi * t) ** b * np.exp(-F[2]))
+        lower = ell_lo ** (b + 1) * integral(b, (2 - ell_lo * t) ** alpha * np.exp(-F[3]))
+        p = np.where(r0 >= 0, upper, total - lower) / total
+        p = np.where(r0 <= -1, 1.0, np.where(r0 >= 1, 0.0, p))
+    p = np.where(attracting, np.clip(p, 0.0, 1.0), 0.0)
+    return p.reshape(shape)
+
+
+def dominant_threshold(beta, d, mu=1.0, *, lo=1e-2, hi=10.0, iterations=50):
+    r"""Hybrid: the :math:`\varepsilon` where two uniform tokens end antipodal with probability 1/2.
+
+    The exact dominant-outcome boundary of the (:math:`\beta`, :math:`\varepsilon`) phase
+    diagram (the paper's Figure 4), by bisection on :func:`antipodal_probability` in
+    :math:`\log\varepsilon` (vectorized over ``beta``). ``nan`` where the probability stays
+    below 1/2 on ``[lo, hi]``.
+    """
+    beta, d, mu = np.broadcast_arrays(*(np.asarray(v, float) for v in (beta, d, mu)))
+    log_lo, log_hi = np.full(beta.shape, np.log(lo)), np.full(beta.shape, np.log(hi))
+
+    def above_half(log_e):
+        return antipodal_probability(beta, d, mu=mu, eps=np.exp(log_e)) > 0.5
+
+    ok = above_half(log_hi)
+    for _ in range(iterations):
+        mid = (log_lo + log_hi) / 2
+        up = above_half(mid)
+        log_hi, log_lo = np.where(up, mid, log_hi), np.where(up, log_lo, mid)
+    return np.where(ok & ~above_half(np.log(lo)), np.exp((log_lo + log_hi) / 2), np.nan)
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+
+_BITS = 32
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "block", "gaussian"))
+def _rho_paths(key, z0, beta, d, eps, mu, dt, *, steps: int, block: int, gaussian: bool):
+    """Euler--Maruyama in z for every lane; ``block`` steps are unrolled into one fused loop."""
+    rc = _rc("jax")
+    sqrt_dt = jnp.sqrt(dt)
+
+    def step(z, dw):
+        return z + rc.z_drift(z, beta, d, eps, mu) * dt + rc.z_diffusion(z, beta, d, eps, mu) * dw
+
+    def run(z, k, count):
+        sub = jax.random.fold_in(key, k)
+        if gaussian:
+            normals = jax.random.normal(sub, (count, *z.shape), z.dtype)
+            for i in range(count):
+                z = step(z, sqrt_dt * normals[i])
+        else:
+            bits = jax.random.bits(sub, z.shape, jnp.uint32)
+            for i in range(count):
+                sign = ((bits >> i) & 1).astype(z.dtype) * 2 - 1
+                z = step(z, sqrt_dt * sign)
+        return z
+
+    z, _ = jax.lax.scan(lambda z, k: (run(z, k, block), None), z0, jnp.arange(steps // block))
+    if steps % block:
+        z = run(z, steps // block, steps % block)
+    return jnp.tanh(z)
+
+
+def simulate_rho(key, beta, d, *, trajectories: int, dt: float, horizon: float, rho0=None,
+                 sigma=1.0, mu=0.0, eps=None, increments: str = "two_point",
+                 dtype=jnp.float32, block: int = _BITS):
+    r"""Monte Carlo of the reduced SDE of two tokens; :math:`\rho_T` per trajectory.
+
+    Euler--Maruyama (Ito) in :math:`z = \operatorname{artanh}\rho` with the lambdified
+    ``z_drift`` / ``z_diffusion``, ``round(horizon / dt)`` steps. ``beta``, ``d``, ``sigma``
+    / ``eps`` and ``mu`` broadcast to a grid, and every grid point gets ``trajectories``
+    lanes of one compiled kernel (one kernel serves a whole Figure 3).
+
+    Parameters
+    ----------
+    key
+        PRNG key.
+    beta, d
+        Inverse temperature and dimension (arrays broadcast).
+    trajectories
+        Trajectories per grid point.
+    dt, horizon
+        Step and final time (the paper: ``dt = 1/L = 0.01``, ``T = 500``).
+    rho0
+        Start (broadcast with the grid); ``None``: two independent uniform tokens.
+    sigma, mu, eps
+        Pure noise :math:`\sigma`, or hybrid :math:`(\mu, \varepsilon)`.
+    increments
+        ``"two_point"`` (default): :math:`\pm\sqrt{\Delta t}`, 32 steps per random word
+        (simplified weak Euler, weak order 1); ``"gaussian"``: normal increments.
+    dtype
+        ``float32`` by default (speed); ``float64`` needs x64 enabled.
+    block
+        Steps fused per loop iteration (at most 32 for two-point increments).
+
+    Returns
+    -------
+    jax.Array
+        :math:`\rho_T` of shape ``grid_shape + (trajectories,)`` (:math:`\pm1` exactly
+        once :math:`|z|` is large: the pair has merged or become antipodal).
+    """
+    if increments not in ("two_point", "gaussian"):
+        raise ValueError(f"increments must be 'two_point' or 'gaussian', got {increments!r}")
+    if increments == "two_point" and not 1 <= block <= _BITS:
+        raise ValueError(f"block must be in 1..{_BITS} with two-point increments")
+    e = _eps(sigma, eps)
+    arrays = np.broadcast_arrays(*(np.asarray(v, float) for v in (beta, d, e, mu)))
+    grid = arrays[0].shape
+    lanes = (*grid, trajectories)
+    beta, d, e, mu = (jnp.asarray(np.broadcast_to(a[..., None], lanes).ravel(), dtype)
+                      for a in arrays)
+    start_key, path_key = jax.random.split(key)
+    if rho0 is None:
+        half = (d - 1) / 2
+        u = jax.random.beta(start_key, half, half, dtype=dtype)
+        z0 = 0.5 * (jnp.log(u) - jnp.log1p(-u))  # artanh(2u - 1) without cancellation
+    else:
+        r0 = jnp.asarray(np.broadcast_to(np.asarray(rho0, float)[..., None], lanes).ravel(), dtype)
+        z0 = jnp.arctanh(r0)
+    steps = round(horizon / dt)
+    rho = _rho_paths(path_key, z0, beta, d, e, mu, jnp.asarray(dt, dtype), steps=steps,
+                     block=block, gaussian=increments == "gaussian")
+    return rho.reshape(lanes)
+
+
+def rho_fractions(rho, tol: float = 1e-2) -> OutcomeFractions:
+    r"""Outcome fractions of final inner products ``rho`` (last axis: trajectories).
+
+    Single: :math:`\rho > 1 - \mathrm{tol}`; antipodal: :math:`\rho < -(1 - \mathrm{tol})`;
+    undecided otherwise (as :func:`spheresde.classify` for two tokens). Fields are arrays
+    over the leading (grid) axes, with binomial standard errors.
+    """
+    rho = np.asarray(rho)
+    count = rho.shape[-1]
+    p = [np.mean(rho > 1 - tol, axis=-1), np.mean(rho < -(1 - tol), axis=-1)]
+    p.append(1 - p[0] - p[1])
+    se = [np.sqrt(q * (1 - q) / count) for q in p]
+    return OutcomeFractions(*p, *se, count)
+

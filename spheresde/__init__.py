@@ -3,6 +3,7 @@
 The public API is re-exported here explicitly; the modules behind it are private.
 """
 
+from . import two_token as two_token
 from ._attention import attention as attention, attention_weights as attention_weights
 from ._geometry import (
     exp_map as exp_map,
@@ -13,12 +14,25 @@ from ._geometry import (
     retract as retract,
     sample_uniform as sample_uniform,
 )
+from ._outcomes import ANTIPODAL as ANTIPODAL
+from ._outcomes import SINGLE as SINGLE
+from ._outcomes import UNDECIDED as UNDECIDED
+from ._outcomes import OutcomeFractions as OutcomeFractions
+from ._outcomes import classify as classify
+from ._outcomes import cluster_sizes as cluster_sizes
+from ._outcomes import outcome_fractions as outcome_fractions
 from ._sde import SphereSDE as SphereSDE
 from ._solve import OffSphereWarning as OffSphereWarning
 from ._solve import default_solver as default_solver
 from ._solve import solve as solve
 from ._solve import solve_batch as solve_batch
 from ._solve import solver_convention as solver_convention
+from ._transformer import ConstantWeights as ConstantWeights
+from ._transformer import Hybrid as Hybrid
+from ._transformer import NetworkResult as NetworkResult
+from ._transformer import PureNoise as PureNoise
+from ._transformer import simulate_network as simulate_network
+from ._transformer import transformer_sde as transformer_sde
 from .solvers import GeodesicEuler as GeodesicEuler
 from .solvers import GeodesicHeun as GeodesicHeun
 from .solvers import GeodesicMidpoint as GeodesicMidpoint

@@ -15,13 +15,18 @@ class BadParameters(ValueError):
     """A combination of parameters that no method can serve (e.g. exact with n > 2)."""
 
 
-def run_command(args, out) -> list[str]:
-    """Run the sub-command parsed into ``args`` into directory ``out``; return summary lines."""
-    params = {
+def command_params(args) -> dict:
+    """The parameters of a parsed sub-command that determine its results (resume identity)."""
+    return {
         k: v
         for k, v in vars(args).items()
         if k not in ("command", "parser", "out", "quiet", "overwrite")
     }
+
+
+def run_command(args, out) -> list[str]:
+    """Run the sub-command parsed into ``args`` into directory ``out``; return summary lines."""
+    params = command_params(args)
     if args.command == "field":
         from ._field import run_field
 
@@ -48,6 +53,7 @@ __all__ = [
     "ParameterMismatch",
     "Sweep",
     "atomic_write_text",
+    "command_params",
     "format_value",
     "point_seed",
     "run_command",

@@ -64,21 +64,28 @@ def run_hybrid(out: str | os.PathLike, params: dict, *, quiet: bool = False,
     return {"csv": sweep.csv_path, "json": sweep.meta_path, "png": png, "rows": rows}
 
 
-def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
+def thresholds(betas, d: int, mu: float, *, half: bool = True) -> dict[str, np.ndarray]:
     """The three boundaries of the (beta, eps) plane for two tokens.
 
     ``paper``: the paper's eps = sqrt(2 e^-beta); ``linear``: where the antipodal pair
     starts to attract (linearization at rho = -1, inf below beta_c); ``half``: where two
-    uniform tokens end antipodal with probability 1/2 (the exact dominant-outcome line).
+    uniform tokens end antipodal with probability 1/2 (the exact dominant-outcome line; a
+    bisection, skipped with ``half=False``).
     """
+    import warnings
+
     from .. import two_token
 
     betas = np.asarray(betas, dtype=float)
-    return {
-        "paper": np.asarray(two_token.paper_hybrid_threshold(betas), dtype=float),
-        "linear": np.asarray(two_token.hybrid_threshold(betas, d, mu=mu), dtype=float),
-        "half": np.asarray(two_token.dominant_threshold(betas, d, mu=mu), dtype=float),
-    }
+    # nan/inf mark "no threshold" here; numpy's overflow chatter would only alarm users
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "paper": np.asarray(two_token.paper_hybrid_threshold(betas), dtype=float),
+            "linear": np.asarray(two_token.hybrid_threshold(betas, d, mu=mu), dtype=float),
+            "half": np.asarray(two_token.dominant_threshold(betas, d, mu=mu), dtype=float)
+            if half else np.full(betas.shape, np.nan),
+        }
 
 
 def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
@@ -109,7 +116,7 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
         mid = (v[1:] + v[:-1]) / 2
         return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
 
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    fig, ax = plt.subplots(figsize=(10, 5.2))
     ax.pcolormesh(edges(betas), edges(eps), image, shading="flat")
     fine = np.linspace(max(min(betas), 1e-3), max(betas), 200)
     th = thresholds(fine, d, mu)
@@ -121,10 +128,14 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
     ax.plot(fine, th["linear"], color="k", lw=1.8)
     handles.append(Line2D([], [], color="k",
                           label=r"antipodal pair attracts above (linearization, proofs_check)"))
-    ax.plot(fine, th["half"], color="orange", lw=1.8)
-    handles.append(Line2D([], [], color="orange",
-                          label=r"exact $P(\mathrm{antipodal})=1/2$, two uniform tokens"))
     n = int(rows[0]["tokens"])
+    if np.any(np.isfinite(th["half"])):
+        ax.plot(fine, th["half"], color="orange", lw=1.8)
+        handles.append(Line2D([], [], color="orange",
+                              label=r"exact $P(\mathrm{antipodal})=1/2$, two uniform tokens"))
+    elif n == 2:
+        handles.append(Line2D([], [], color="none", label="exact: "
+                              r"$P(\mathrm{antipodal})<1/2$ everywhere"))
     ax.set_xlim(edges(betas)[0], edges(betas)[-1])
     ax.set_ylim(edges(eps)[0], edges(eps)[-1])
     ax.set_xlabel(r"temperature $\beta$")
@@ -135,5 +146,5 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
         + ("" if r0["method"] == "exact" else
            f", {r0['trajectories']} trajectories, L={r0['layers']}, T={float(r0['horizon']):g}")
         + "\nshade: fraction of the dominant outcome (white = no majority)", fontsize=9)
-    ax.legend(handles=handles, fontsize=8, loc="upper right")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save(fig, path)

@@ -97,6 +97,6 @@ def plot_tokens(rows: list[dict], path: Path) -> Path:
     bx.set_xlabel("size of the smaller cluster / n")
     bx.set_ylabel("share of antipodal trajectories")
     bx.set_title(f"cluster sizes of antipodal formations at beta={top:g}", fontsize=9)
-    bx.set_xlim(0, 0.55)
+    bx.set_xlim(0, 0.6)
     bx.legend(fontsize=8)
     return save(fig, path)

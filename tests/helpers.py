@@ -1,0 +1,99 @@
+"""Shared test helpers: SDEs with known answers, random smooth fields, nested Brownian paths."""
+
+from __future__ import annotations
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+
+import spheresde
+from spheresde import project_tangent
+
+
+def brownian_motion_sde(d: int, convention: str) -> spheresde.SphereSDE:
+    r"""Brownian motion on :math:`S^{d-1}` (generator :math:`\tfrac12\Delta`), noise ``(d,)``.
+
+    Ito: :math:`dX = -\tfrac{d-1}{2} X\,dt + P_X\,dW`; Stratonovich: :math:`dX = P_X \circ dW`.
+    """
+    def diffusion(t, y, args, dw):
+        return project_tangent(y, dw)
+
+    if convention == "ito":
+        def drift(t, y, args):
+            return -(d - 1) / 2 * y
+    else:
+        def drift(t, y, args):
+            return jnp.zeros_like(y)
+    return spheresde.SphereSDE(drift, diffusion, (d,), convention)
+
+
+def random_tangent_sde(seed: int, d: int, n: int, m: int, convention: str) -> spheresde.SphereSDE:
+    r"""Smooth random fields on :math:`(S^{d-1})^n` with noise of shape ``(m,)``.
+
+    Drift :math:`P_y(\tanh(M y) + b)`, diffusion :math:`P_y \sum_k dw_k (C_k y + c_k)`,
+    both tangent; the Ito version adds a normal part to the drift, which the solvers
+    must not be disturbed by.
+    """
+    rng = np.random.default_rng(seed)
+    M, b = rng.normal(size=(d, d)), rng.normal(size=d)
+    C, c = rng.normal(size=(m, d, d)) / np.sqrt(d), rng.normal(size=(m, d))
+
+    def drift(t, y, args):
+        out = project_tangent(y, jnp.tanh(y @ M.T) + b)
+        return out - 0.5 * m * y if convention == "ito" else out
+
+    def diffusion(t, y, args, dw):
+        return project_tangent(y, jnp.einsum("k,kde,...e->...d", dw, C, y) + dw @ c)
+
+    return spheresde.SphereSDE(drift, diffusion, (m,), convention)
+
+
+def stratonovich_form(sde: spheresde.SphereSDE) -> spheresde.SphereSDE:
+    r"""The same SDE in Stratonovich form, drift :math:`f - \tfrac12\sum_k (D g_k)\, g_k`.
+
+    :math:`g_k = g(\cdot)[E_k]` for the unit increments :math:`E_k` of ``noise_shape``;
+    the derivatives come from ``jax.jvp``, so this is independent of any hand
+    derivation (used to test the Stratonovich solvers on the Transformer SDE).
+    """
+    assert sde.convention == "ito"
+    size = int(np.prod(sde.noise_shape))
+
+    def drift(t, y, args):
+        def correction(e):
+            def g_e(z):
+                return sde.diffusion(t, z, args, e)
+            return jax.jvp(g_e, (y,), (g_e(y),))[1]
+
+        basis = jnp.eye(size, dtype=y.dtype).reshape(size, *sde.noise_shape)
+        return sde.drift(t, y, args) - 0.5 * jnp.sum(jax.vmap(correction)(basis), axis=0)
+
+    return spheresde.SphereSDE(drift, sde.diffusion, sde.noise_shape, "stratonovich")
+
+
+def sampled_brownian(key, paths: int, t1: float, steps: int, noise_shape) -> tuple:
+    """``paths`` Brownian paths sampled on ``steps + 1`` equispaced times of ``[0, t1]``.
+
+    Returns ``(ts, W)``; ``diffrax.LinearInterpolation(ts, W[p])`` is path ``p``, exact at
+    every grid point, so solving with any step that is a multiple of ``t1 / steps`` uses
+    the same Brownian increments (common random numbers across step sizes).
+    """
+    ts = jnp.linspace(0.0, t1, steps + 1)
+    dw = jr.normal(key, (paths, steps, *noise_shape)) * jnp.sqrt(t1 / steps)
+    W = jnp.concatenate([jnp.zeros((paths, 1, *noise_shape)), jnp.cumsum(dw, axis=1)], axis=1)
+    return ts, W
+
+
+def solve_on_paths(sde, y0, t1, dt, ts, W, solver):
+    """Final states ``(paths, *y0.shape)`` of ``solve`` on each sampled path ``W[p]``."""
+    def one(w):
+        path = diffrax.LinearInterpolation(ts, w)
+        return spheresde.solve(sde, y0, 0.0, t1, dt, brownian=path, solver=solver).ys[-1]
+
+    return jax.jit(jax.vmap(one))(W)
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of ``log y`` against ``log x``."""
+    return float(np.polyfit(np.log(np.asarray(x)), np.log(np.asarray(y)), 1)[0])

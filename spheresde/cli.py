@@ -190,9 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", metavar="DIR", help="output directory")
 
     p = _subcommand(sub, "reproduce", help="every figure, the proofs_check report and REPORT.md")
-    p.add_argument("--scale", choices=("quick", "paper"), default="quick",
-                   help="quick: minutes on a laptop CPU; paper: the paper's sizes (hours, "
-                        "use an accelerator)")
+    p.add_argument("--scale", choices=("quick", "paper", "smoke"), default="quick",
+                   help="quick (default): about 5 minutes on 2 CPU cores; paper: the paper's "
+                        "sizes (days on a CPU, use an accelerator); smoke: toy sizes in "
+                        "seconds, to check the pipeline")
     _common(p)
     return parser
 

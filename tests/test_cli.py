@@ -154,3 +154,64 @@ def test_field_figure(tmp_path):
         assert abs(normal) < 1e-5
     assert max(abs(float(r["A_normal"])) for r in table) > 0.1
     assert (tmp_path / "field.png").stat().st_size > 0
+
+
+PHASE_GRID = ("--dims", "4,6", "--betas", "0.5,1,2,3")
+
+
+def test_phase_exact_columns_and_metadata(tmp_path):
+    spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path, "--quiet")
+    table = rows(tmp_path / "phase.csv")
+    assert list(table[0])[:8] == ["d", "beta", "method", "trajectories", "p_antipodal",
+                                  "p_single", "p_undecided", "stderr"]
+    assert [(r["d"], r["beta"]) for r in table] == [
+        (d, b) for d in ("4", "6") for b in ("0.5", "1.0", "2.0", "3.0")]
+    assert {r["method"] for r in table} == {"exact"}
+    meta = json.loads((tmp_path / "phase.json").read_text())
+    assert meta["params"]["dims"] == [4, 6]
+    assert meta["params"]["sigma"] == 1.0
+    assert (tmp_path / "phase.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("method", "sizes"),
+    [
+        # the quick scale of Figure 3: 2000 trajectories per point, dt = 1/20, T = 50
+        ("reduced", ("--trajectories", "2000", "--layers", "20", "--horizon", "50")),
+        # the network itself, smaller: 400 trajectories, L = 20, T = 20
+        ("discrete", ("--trajectories", "400", "--layers", "20", "--horizon", "20")),
+    ],
+)
+def test_monte_carlo_agrees_with_exact(tmp_path, method, sizes):
+    """|P_MC - P_exact| <= 4 s.e. + undecided at every point (s.e. <= 0.025 at N = 400).
+
+    s.e. is the larger of the estimate's and the exact binomial one sqrt(p (1-p) / N), so
+    that a point with no antipodal sample is still judged against its exact error bar.
+    """
+    from spheresde.experiments._report import agreement_band
+
+    spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path / "exact", "--quiet")
+    spheresde("phase", *PHASE_GRID, "--method", method, *sizes, "--out", tmp_path / "mc",
+              "--quiet")
+    exact = rows(tmp_path / "exact" / "phase.csv")
+    mc = rows(tmp_path / "mc" / "phase.csv")
+    assert len(mc) == len(exact) == 8
+    for e, m in zip(exact, mc, strict=True):
+        assert (e["d"], e["beta"]) == (m["d"], m["beta"])
+        assert m["p_exact"] == e["p_antipodal"]
+        gap = abs(float(m["p_antipodal"]) - float(e["p_antipodal"]))
+        assert gap <= agreement_band(m), (m, e)
+
+
+@pytest.mark.slow
+def test_reproduce_writes_every_figure_and_the_report(tmp_path):
+    proc = spheresde("reproduce", "--scale", "smoke", "--out", tmp_path)
+    for name in ("field", "phase", "phase_discrete", "hybrid", "hybrid_two_tokens", "tokens"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 0
+    report = (tmp_path / "REPORT.md").read_text()
+    for heading in ("Theorem 1", "Figure 1", "Figure 2", "Theorem 2 and Figure 3",
+                    "Proposition 1 and Figure 4", "more than two tokens", "Figure 5"):
+        assert heading in report
+    assert "out of scope" in report
+    assert "wrote" in proc.stdout

@@ -7,7 +7,7 @@ cheap (JAX is imported only when a sweep runs), so argument errors are reported 
 
 from __future__ import annotations
 
-from ._scales import PAPER, QUICK, SCALES
+from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._sweep import ParameterMismatch, Sweep, atomic_write_text, format_value, point_seed
 
 
@@ -49,6 +49,7 @@ __all__ = [
     "PAPER",
     "QUICK",
     "SCALES",
+    "SMOKE",
     "BadParameters",
     "ParameterMismatch",
     "Sweep",

@@ -18,16 +18,24 @@ def _f(x) -> float:
     return float(x)
 
 
-def mc_agreement(rows: list[dict]) -> tuple[int, int, float]:
-    """Points where ``|p_antipodal - p_exact| <= 4 stderr + p_undecided``; and the worst excess.
+def agreement_band(row: dict) -> float:
+    """Allowed ``|p_antipodal - p_exact|``: 4 standard errors plus the undecided fraction.
 
-    The undecided mass may still end either way, so it widens the band; 4 standard
-    errors keep a false alarm rare over a whole grid (two-sided 6e-5 per point).
+    The undecided mass may still end either way, so it widens the band. The standard error
+    is the larger of the estimate's and the exact one ``sqrt(p (1-p) / N)``, so that a
+    point with no antipodal sample (estimated error 0) is still judged fairly; 4 of them
+    keep a false alarm rare over a whole grid (two-sided 6e-5 per point).
     """
+    p, n = _f(row["p_exact"]), int(row["trajectories"])
+    se = max(_f(row["stderr"]), math.sqrt(p * (1 - p) / n))
+    return 4 * se + _f(row["p_undecided"])
+
+
+def mc_agreement(rows: list[dict]) -> tuple[int, int, float]:
+    """Points within :func:`agreement_band` of the exact limit; and the worst excess."""
     ok, worst = 0, -math.inf
     for r in rows:
-        excess = abs(_f(r["p_antipodal"]) - _f(r["p_exact"])) - (
-            4 * _f(r["stderr"]) + _f(r["p_undecided"]))
+        excess = abs(_f(r["p_antipodal"]) - _f(r["p_exact"])) - agreement_band(r)
         ok += excess <= 1e-12
         worst = max(worst, excess)
     return ok, len(rows), worst

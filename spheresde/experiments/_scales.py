@@ -98,4 +98,19 @@ PAPER = {
     },
 }
 
-SCALES = {"quick": QUICK, "paper": PAPER}
+# seconds: the whole pipeline at toy sizes (tests, a first look); its numbers mean little
+SMOKE = {
+    "phase": {"dims": [4, 6], "betas": [0.5, 1.5, 3.0], "trajectories": 200, "layers": 10,
+              "horizon": 10.0, "method": "reduced"},
+    "phase_discrete": {"dims": [4], "betas": [1.0, 3.0], "trajectories": 50, "layers": 5,
+                       "horizon": 5.0, "method": "discrete"},
+    "hybrid": {"betas": [1.0, 4.0], "eps": [0.5, 1.5], "tokens": 3, "dim": 3,
+               "trajectories": 50, "layers": 5, "horizon": 5.0, "method": "discrete"},
+    "hybrid_two_tokens": {"betas": [1.0, 4.0], "eps": [0.5, 1.5], "tokens": 2, "dim": 3,
+                          "trajectories": 200, "layers": 10, "horizon": 10.0,
+                          "method": "reduced"},
+    "tokens": {"tokens": [3, 4], "betas": [1.0, 3.0], "dim": 3, "trajectories": 50,
+               "layers": 5, "horizon": 5.0, "method": "discrete"},
+}
+
+SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}

@@ -1,0 +1,85 @@
+"""Property tests (Hypothesis): every scheme keeps every token on the sphere; tangency."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import pytest
+from helpers import random_tangent_sde, stratonovich_form
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import spheresde
+from spheresde._transformer import PureNoise, transformer_sde
+
+SCHEMES = [
+    pytest.param(spheresde.GeodesicEuler(), id="GeodesicEuler"),
+    pytest.param(spheresde.Retracted(diffrax.Euler()), id="Retracted(Euler)"),
+    pytest.param(spheresde.GeodesicHeun(), id="GeodesicHeun"),
+    pytest.param(spheresde.GeodesicMidpoint(), id="GeodesicMidpoint"),
+    pytest.param(spheresde.Retracted(diffrax.Heun()), id="Retracted(Heun)"),
+]
+
+
+def _run_steps(solver, sde, y0, key, steps, dt):
+    """``steps`` calls of ``solver.step`` in a scan: the solver alone, cheap to compile."""
+    shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
+    terms = sde.terms(diffrax.UnsafeBrownianPath(shape, key))
+
+    @jax.jit
+    def run(y0):
+        def body(carry, i):
+            y, state = carry
+            t0 = i * dt
+            y1, _, _, state, _ = solver.step(terms, t0, t0 + dt, y, None, state, False)
+            return (y1, state), None
+
+        state = solver.init(terms, 0.0, dt, y0, None)
+        return jax.lax.scan(body, (y0, state), jnp.arange(steps))[0][0]
+
+    return run(y0)
+
+
+@pytest.mark.parametrize("solver", SCHEMES)
+@settings(max_examples=4, deadline=None)
+@given(d=st.integers(2, 12), n=st.integers(1, 6), m=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_norm_preserved_1000_steps(solver, d, n, m, seed):
+    sde = random_tangent_sde(seed, d, n, m, spheresde.solver_convention(solver))
+    y0 = spheresde.sample_uniform(jr.key(seed), (n,), d)
+    y = _run_steps(solver, sde, y0, jr.key(seed + 1), 1000, 0.01)
+    assert y.shape == (n, d)
+    assert float(spheresde.norm_error(y)) < 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(d=st.integers(2, 12), n=st.integers(1, 6), seed=st.integers(0, 2**16),
+       scale=st.floats(0.5, 2.0))
+def test_projection_idempotent_and_tangent(d, n, seed, scale):
+    # Also off the sphere (scale != 1), as met inside Runge--Kutta stages.
+    ky, kv = jr.split(jr.key(seed))
+    y = scale * spheresde.sample_uniform(ky, (n,), d)
+    v = jr.normal(kv, (n, d))
+    p = spheresde.project_tangent(y, v)
+    np.testing.assert_allclose(spheresde.project_tangent(y, p), p, atol=1e-14)
+    assert float(jnp.max(jnp.abs(jnp.sum(p * y, axis=-1)))) < 1e-13
+
+
+@settings(max_examples=10, deadline=None)
+@given(d=st.integers(2, 6), n=st.integers(1, 4), seed=st.integers(0, 2**16),
+       beta=st.floats(0.0, 4.0))
+def test_transformer_fields_tangent(d, n, seed, beta):
+    # Diffusion: tangent for every increment. Ito drift: its normal part is
+    # -1/2 sum_k |g(E_k)|^2 y (Ito's lemma on |y|^2 = 1), checked with the d^2 unit
+    # increments E_k. Stratonovich drift (AD correction): tangent.
+    ky, kw = jr.split(jr.key(seed))
+    y = spheresde.sample_uniform(ky, (n,), d)
+    sde = transformer_sde(beta, PureNoise(1.0), d=d)
+    g = sde.diffusion(0.0, y, None, jr.normal(kw, (d, d)))
+    assert float(jnp.max(jnp.abs(jnp.sum(g * y, axis=-1)))) < 1e-13
+    basis = jnp.eye(d * d).reshape(d * d, d, d)
+    trace = sum(jnp.sum(sde.diffusion(0.0, y, None, e) ** 2, axis=-1) for e in basis)
+    normal = jnp.sum(sde.drift(0.0, y, None) * y, axis=-1)
+    np.testing.assert_allclose(normal, -0.5 * trace, atol=1e-12)
+    strat_drift = stratonovich_form(sde).drift(0.0, y, None)
+    assert float(jnp.max(jnp.abs(jnp.sum(strat_drift * y, axis=-1)))) < 1e-12

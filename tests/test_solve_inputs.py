@@ -1,0 +1,132 @@
+"""Bad input to solve / solve_batch: a clear error naming the argument, never a silent answer."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import pytest
+from helpers import brownian_motion_sde
+
+import spheresde
+
+ITO = brownian_motion_sde(3, "ito")
+Y0 = jnp.array([1.0, 0.0, 0.0])
+
+
+def _solve(**overrides):
+    kwargs = dict(sde=ITO, y0=Y0, t0=0.0, t1=0.1, dt=0.01, key=jr.key(0))
+    kwargs.update(overrides)
+    return spheresde.solve(**kwargs)
+
+
+@pytest.mark.parametrize("dt", [0.0, -0.01])
+def test_dt_not_positive(dt):
+    with pytest.raises(ValueError, match="dt must be positive"):
+        _solve(dt=dt)
+
+
+@pytest.mark.parametrize("t1", [0.0, -1.0])
+def test_t1_not_after_t0(t1):
+    with pytest.raises(ValueError, match="t1 must be greater than t0"):
+        _solve(t1=t1)
+
+
+@pytest.mark.parametrize("name", ["t0", "t1", "dt"])
+def test_times_not_finite(name):
+    with pytest.raises(ValueError, match=f"{name} must be finite"):
+        _solve(**{name: float("nan")})
+
+
+def test_traced_times_rejected():
+    with pytest.raises(TypeError, match="t1 must be a concrete scalar"):
+        jax.jit(lambda t1: _solve(t1=t1).ys)(1.0)
+
+
+def test_nan_in_y0():
+    with pytest.raises(ValueError, match="y0 contains NaN"):
+        _solve(y0=jnp.array([jnp.nan, 0.0, 1.0]))
+
+
+def test_zero_row_in_y0():
+    with pytest.raises(ValueError, match="y0 has a zero row"):
+        _solve(y0=jnp.zeros(3))
+
+
+def test_y0_wrong_ndim():
+    with pytest.raises(ValueError, match=r"y0 must have shape \(d,\) or \(n, d\)"):
+        _solve(y0=jnp.ones((2, 2, 3)) / jnp.sqrt(3.0))
+
+
+def test_d_below_two():
+    with pytest.raises(ValueError, match="d >= 2"):
+        _solve(y0=jnp.ones(1))
+
+
+def test_y0_shape_does_not_match_noise():
+    # Brownian motion on S^2 has noise (3,); a start on S^3 cannot be driven by it.
+    with pytest.raises(ValueError, match=r"sde.diffusion .* y0 of shape \(4,\).*noise_shape"):
+        _solve(y0=jnp.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_field_returning_wrong_shape():
+    sde = spheresde.SphereSDE(lambda t, y, a: y[..., :2], ITO.diffusion, (3,), "ito")
+    with pytest.raises(ValueError, match=r"sde.drift returns shape \(2,\) for y0 of shape \(3,\)"):
+        _solve(sde=sde)
+
+
+def test_off_sphere_is_normalized_with_warning():
+    with pytest.warns(spheresde.OffSphereWarning, match="off the unit sphere by up to 1"):
+        sol = _solve(y0=2 * Y0)
+    # Documented normalization: the same answer as from the normalized start.
+    assert jnp.allclose(sol.ys, _solve().ys, atol=1e-15)
+
+
+def test_tiny_rounding_off_sphere_is_silent():
+    _solve(y0=Y0 * (1 + 1e-15))  # filterwarnings = error: a warning would fail here
+
+
+@pytest.mark.parametrize(
+    ("sde", "solver", "words"),
+    [
+        (ITO, spheresde.GeodesicHeun(), "stratonovich solution but the SDE is written in ito"),
+        (brownian_motion_sde(3, "stratonovich"), diffrax.Euler(), "ito solution but the SDE"),
+        (ITO, diffrax.Tsit5(), "unspecified"),
+        (ITO, spheresde.Retracted(diffrax.Heun()), "stratonovich solution"),
+    ],
+)
+def test_wrong_convention(sde, solver, words):
+    with pytest.raises(ValueError, match=words):
+        _solve(sde=sde, solver=solver)
+
+
+def test_not_a_solver():
+    with pytest.raises(TypeError, match="solver must be a Diffrax solver"):
+        _solve(solver="euler")
+
+
+def test_not_a_sphere_sde():
+    with pytest.raises(TypeError, match="sde must be a spheresde.SphereSDE"):
+        _solve(sde=ITO.terms)
+
+
+def test_bad_brownian():
+    with pytest.raises(ValueError, match="brownian must be 'unsafe', 'virtual'"):
+        _solve(brownian="fast")
+    with pytest.raises(TypeError, match="brownian must be"):
+        _solve(brownian=3)
+
+
+def test_missing_key():
+    with pytest.raises(ValueError, match="key is required"):
+        _solve(key=None)
+
+
+def test_solve_batch_needs_leading_paths_axis():
+    with pytest.raises(ValueError, match=r"y0 must have shape \(paths, d\)"):
+        spheresde.solve_batch(ITO, Y0, 0.0, 0.1, 0.01, key=jr.key(0))
+
+
+def test_solve_batch_checks_every_row():
+    y0 = jnp.stack([Y0, jnp.array([0.0, jnp.nan, 0.0])])
+    with pytest.raises(ValueError, match="y0 contains NaN"):
+        spheresde.solve_batch(ITO, y0, 0.0, 0.1, 0.01, key=jr.key(0))

@@ -1,0 +1,169 @@
+"""The solvers' single steps against their formulas, and solve / solve_batch behaviour."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import pytest
+import scipy.linalg
+from helpers import brownian_motion_sde, random_tangent_sde
+
+import spheresde
+from spheresde._transformer import PureNoise, transformer_sde
+
+
+def _one_step(sde, solver, y0, dw, dt):
+    """One step of ``solver`` from ``y0`` over ``[0, dt]`` with Brownian increment ``dw``."""
+    path = diffrax.LinearInterpolation(jnp.array([0.0, dt]), jnp.stack([jnp.zeros_like(dw), dw]))
+    return spheresde.solve(sde, y0, 0.0, dt, dt, brownian=path, solver=solver).ys[-1]
+
+
+@pytest.fixture
+def problem():
+    sde = random_tangent_sde(3, d=4, n=3, m=2, convention="ito")
+    y0 = spheresde.sample_uniform(jr.key(1), (3,), 4)
+    dw = jnp.array([0.3, -0.2])
+    return sde, y0, dw, 0.05
+
+
+def test_geodesic_euler_is_a_rotation(problem):
+    # y1 = expm(D y^T - y D^T) y with D = P_y(f dt + g dW): the Lie-group form of the
+    # update, computed with scipy's matrix exponential row by row.
+    sde, y0, dw, dt = problem
+    y1 = _one_step(sde, spheresde.GeodesicEuler(), y0, dw, dt)
+    inc = sde.drift(0.0, y0, None) * dt + sde.diffusion(0.0, y0, None, dw)
+    for y, v, out in zip(np.asarray(y0), np.asarray(inc), np.asarray(y1), strict=True):
+        delta = v - (v @ y) * y
+        rotation = scipy.linalg.expm(np.outer(delta, y) - np.outer(y, delta))
+        np.testing.assert_allclose(out, rotation @ y, atol=1e-14)
+
+
+def test_retracted_euler_normalizes_the_euler_step(problem):
+    sde, y0, dw, dt = problem
+    y1 = _one_step(sde, spheresde.Retracted(diffrax.Euler()), y0, dw, dt)
+    euler = y0 + sde.drift(0.0, y0, None) * dt + sde.diffusion(0.0, y0, None, dw)
+    np.testing.assert_allclose(y1, euler / jnp.linalg.norm(euler, axis=-1, keepdims=True),
+                               atol=1e-15)
+
+
+def _strat(sde):
+    return spheresde.SphereSDE(
+        lambda t, y, a: spheresde.project_tangent(y, sde.drift(t, y, a)),
+        sde.diffusion, sde.noise_shape, "stratonovich")
+
+
+def _rotate_back(x, y, u):
+    """Parallel transport T_x -> T_y along the great circle, as the rotation in span{x, y}."""
+    e1 = x
+    e2 = y - (y @ x) * x
+    e2 = e2 / np.linalg.norm(e2)
+    c, s = y @ x, y @ e2  # y = c e1 + s e2
+    a, b = u @ e1, u @ e2
+    rest = u - a * e1 - b * e2
+    # tangent direction at x along the circle is e2; it is carried to -s e1 + c e2.
+    return rest + b * (-s * e1 + c * e2) + a * (c * e1 + s * e2)
+
+
+def test_geodesic_heun_and_midpoint_formulas(problem):
+    sde, y0, dw, dt = problem
+    sde = _strat(sde)
+
+    def F(y):
+        v = np.asarray(sde.drift(0.0, y, None) * dt + sde.diffusion(0.0, y, None, dw))
+        return v - np.sum(v * y, -1, keepdims=True) * y
+
+    def exp(y, v):
+        th = np.linalg.norm(v, axis=-1, keepdims=True)
+        return np.cos(th) * y + np.sin(th) / th * v
+
+    y = np.asarray(y0)
+    k1 = F(y)
+    pred = exp(y, k1)
+    k2 = np.stack([_rotate_back(p, q, u) for p, q, u in zip(pred, y, F(pred), strict=True)])
+    np.testing.assert_allclose(_one_step(sde, spheresde.GeodesicHeun(), y0, dw, dt),
+                               exp(y, (k1 + k2) / 2), atol=1e-14)
+    mid = exp(y, k1 / 2)
+    k2 = np.stack([_rotate_back(p, q, u) for p, q, u in zip(mid, y, F(mid), strict=True)])
+    np.testing.assert_allclose(_one_step(sde, spheresde.GeodesicMidpoint(), y0, dw, dt),
+                               exp(y, k2), atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("solver", "sense", "strong", "weak"),
+    [
+        (spheresde.GeodesicEuler(), "ito", 0.5, 1.0),
+        (spheresde.Retracted(diffrax.Euler()), "ito", 0.5, 1.0),
+        (spheresde.GeodesicHeun(), "stratonovich", 0.5, 1.0),
+        (spheresde.GeodesicMidpoint(), "stratonovich", 0.5, 1.0),
+        (spheresde.Retracted(diffrax.Heun()), "stratonovich", 0.5, 1.0),
+    ],
+)
+def test_declared_sense_and_orders(solver, sense, strong, weak):
+    assert spheresde.solver_convention(solver) == sense
+    assert solver.strong_order(None) == strong
+    assert solver.weak_order(None) == weak
+
+
+def test_default_solver_by_convention():
+    assert isinstance(spheresde.default_solver("ito"), spheresde.GeodesicEuler)
+    assert isinstance(spheresde.default_solver("stratonovich"), spheresde.GeodesicMidpoint)
+
+
+def test_grid_lands_on_t1():
+    sde = brownian_motion_sde(3, "ito")
+    y0 = jnp.array([0.0, 0.0, 1.0])
+    sol = spheresde.solve(sde, y0, 0.0, 1.0, 0.3, key=jr.key(0),
+                          saveat=diffrax.SaveAt(steps=True))
+    np.testing.assert_allclose(sol.ts, [0.3, 0.6, 0.9, 1.0], rtol=1e-15)
+    assert int(sol.stats["num_steps"]) == 4
+    sol = spheresde.solve(sde, y0, 0.0, 40.0, 0.01, key=jr.key(0))
+    assert int(sol.stats["num_steps"]) == 4000  # no extra sliver step from rounding
+    assert float(sol.ts[-1]) == 40.0
+
+
+def test_solve_batch_matches_solve_and_vmap():
+    sde = transformer_sde(2.0, PureNoise(1.0), d=3)
+    y0 = spheresde.sample_uniform(jr.key(2), (5, 2), 3)
+    key = jr.key(3)
+    batch = spheresde.solve_batch(sde, y0, 0.0, 0.5, 0.05, key=key).ys[:, -1]
+    keys = jr.split(key, 5)
+    single = spheresde.solve(sde, y0[1], 0.0, 0.5, 0.05, key=keys[1]).ys[-1]
+    np.testing.assert_allclose(batch[1], single, atol=1e-14)
+    vmapped = jax.vmap(lambda y, k: spheresde.solve(sde, y, 0.0, 0.5, 0.05, key=k).ys[-1])
+    np.testing.assert_allclose(vmapped(y0, keys), batch, atol=1e-14)
+    assert float(spheresde.norm_error(batch)) < 1e-14
+    assert not np.allclose(batch[0], batch[1])  # different paths differ
+
+
+def test_virtual_brownian_is_a_reusable_path():
+    sde = brownian_motion_sde(3, "stratonovich")
+    y0 = jnp.array([1.0, 0.0, 0.0])
+    key = jr.key(4)
+    a = spheresde.solve(sde, y0, 0.0, 1.0, 0.01, key=key, brownian="virtual").ys
+    tree = diffrax.VirtualBrownianTree(0.0, 1.0, 0.01 / 8, (3,), key)
+    b = spheresde.solve(sde, y0, 0.0, 1.0, 0.01, brownian=tree).ys
+    np.testing.assert_allclose(a, b, atol=1e-15)
+    # The same path at a 4 times finer step: close (strong convergence), not equal.
+    c = spheresde.solve(sde, y0, 0.0, 1.0, 0.0025, brownian=tree).ys
+    assert 0 < float(jnp.linalg.norm(a - c)) < 0.1
+
+
+def test_retracted_runge_kutta_inner_solver_runs():
+    # Heun is a Runge--Kutta solver: Diffrax's ForwardMode needs its scan_kind, which
+    # solve sets through the Retracted wrapper.
+    sde = brownian_motion_sde(4, "stratonovich")
+    y0 = spheresde.sample_uniform(jr.key(5), (3,), 4)
+    sol = spheresde.solve(sde, y0, 0.0, 1.0, 0.01, key=jr.key(6),
+                          solver=spheresde.Retracted(diffrax.Heun()))
+    assert float(spheresde.norm_error(sol.ys)) < 1e-15
+
+
+def test_plain_euler_drifts_off_the_sphere():
+    # The reason for this package: Diffrax's Euler on the same SDE leaves the sphere.
+    sde = transformer_sde(2.0, PureNoise(1.0), d=4)
+    y0 = spheresde.sample_uniform(jr.key(7), (2,), 4)
+    plain = spheresde.solve(sde, y0, 0.0, 5.0, 0.01, key=jr.key(8), solver=diffrax.Euler())
+    ours = spheresde.solve(sde, y0, 0.0, 5.0, 0.01, key=jr.key(8))
+    assert float(spheresde.norm_error(plain.ys)) > 1e-3
+    assert float(spheresde.norm_error(ours.ys)) < 1e-14

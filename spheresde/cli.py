@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     _simulation(p, trajectories=q["trajectories"], layers=q["layers"], horizon=q["horizon"])
     p.add_argument("--method", choices=("particles", "discrete"), default=q["method"],
                    help=f"particles: the SDE; discrete: the network (default {q['method']})")
+    p.add_argument("--weights", choices=("noise", "constant"), default="noise",
+                   help="noise: iid N(0, sigma^2) value matrices (default); constant: V = Id "
+                        "in every layer, the deterministic model (horizon in its own time "
+                        "T sqrt(L), see spheresde.ConstantWeights)")
     _common(p)
 
     p = _subcommand(sub, "field", help="Figure 1: the attention field on the circle")

@@ -84,7 +84,8 @@ def thresholds(betas, d: int, mu: float, *, half: bool = True) -> dict[str, np.n
             "paper": np.asarray(two_token.paper_hybrid_threshold(betas), dtype=float),
             "linear": np.asarray(two_token.hybrid_threshold(betas, d, mu=mu), dtype=float),
             "half": np.asarray(two_token.dominant_threshold(betas, d, mu=mu), dtype=float)
-            if half else np.full(betas.shape, np.nan),
+            if half and hasattr(two_token, "dominant_threshold")
+            else np.full(betas.shape, np.nan),
         }
 
 

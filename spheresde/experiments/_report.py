@@ -281,9 +281,34 @@ def _tokens_section(results: dict, commands: dict) -> tuple[str, list]:
         f"Command: `{commands['tokens']}`",
         "",
     ]
-    status = [("Antipodal formations for n > 2",
-               f"up to {_f(best['p_antipodal']):.2f} ± {_f(best['stderr']):.2f} "
-               f"(n = {best['tokens']}, beta = {_f(best['beta']):g})")]
+    status = []
+    if "tokens_constant" in results:
+        crows = results["tokens_constant"]["rows"]
+        ccell = {(int(r["tokens"]), _f(r["beta"])): r for r in crows}
+        body = [[str(n)] + [
+            f"{_f(ccell[n, b]['p_single']):.2f} / {_f(ccell[n, b]['p_antipodal']):.2f} / "
+            f"{_f(ccell[n, b]['p_undecided']):.2f}" for b in betas] for n in ns]
+        most = max(crows, key=lambda r: _f(r["p_antipodal"]))
+        text += [
+            "**Contrast: constant weights V = Id** (the deterministic model of earlier theory, "
+            "same starts and grid; the horizon is in that model's own time, see "
+            "`spheresde.ConstantWeights`). Earlier theory predicts a single cluster here; "
+            "single / antipodal / undecided fractions at the horizon (undecided: still "
+            "several clusters, which the deterministic flow leaves only slowly at large beta):",
+            "",
+            _table(["n"] + [f"beta={b:g}" for b in betas], body),
+            "",
+            "![constant weights](tokens_constant.png)",
+            "",
+            f"Command: `{commands['tokens_constant']}`",
+            "",
+        ]
+        status.append(("Constant weights V = Id (deterministic model)",
+                       f"antipodal at most {_f(most['p_antipodal']):.2f} "
+                       f"(n = {most['tokens']}, beta = {_f(most['beta']):g})"))
+    status.insert(0, ("Antipodal formations for n > 2",
+                      f"up to {_f(best['p_antipodal']):.2f} ± {_f(best['stderr']):.2f} "
+                      f"(n = {best['tokens']}, beta = {_f(best['beta']):g})"))
     return "\n".join(text), status
 
 

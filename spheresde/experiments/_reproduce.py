@@ -18,11 +18,12 @@ SWEEPS = (
     ("hybrid", "hybrid"),
     ("hybrid_two_tokens", "hybrid"),
     ("tokens", "tokens"),
+    ("tokens_constant", "tokens"),
 )
 
 _FLAGS = {"dims": "--dims", "betas": "--betas", "eps": "--eps", "tokens": "--tokens",
           "dim": "--dim", "trajectories": "--trajectories", "layers": "--layers",
-          "horizon": "--horizon", "method": "--method"}
+          "horizon": "--horizon", "method": "--method", "weights": "--weights"}
 
 
 def sweep_argv(command: str, config: dict, seed: int) -> list[str]:

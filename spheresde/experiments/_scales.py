@@ -113,4 +113,8 @@ SMOKE = {
                "layers": 5, "horizon": 5.0, "method": "discrete"},
 }
 
+for _scale in (QUICK, PAPER, SMOKE):
+    # the deterministic model of earlier theory on the same grid, for contrast
+    _scale["tokens_constant"] = {**_scale["tokens"], "weights": "constant"}
+
 SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}

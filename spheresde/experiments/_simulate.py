@@ -50,9 +50,11 @@ class Outcomes:
         return max(("single", "antipodal", "undecided"), key=lambda k: f[f"p_{k}"])
 
 
-def _weights(sigma: float, mu: float, eps: float | None):
-    from .._transformer import Hybrid, PureNoise
+def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
+    from .._transformer import ConstantWeights, Hybrid, PureNoise
 
+    if constant:
+        return ConstantWeights()
     return PureNoise(sigma=sigma) if eps is None else Hybrid(mu=mu, eps=eps)
 
 
@@ -107,16 +109,22 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 
 def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
              layers: int, horizon: float, tol: float, sigma: float = 1.0, mu: float = 0.0,
-             eps: float | None = None) -> Outcomes:
-    """Monte Carlo outcomes of ``tokens`` uniform tokens under ``method`` (see module doc)."""
-    if method == "reduced":
+             eps: float | None = None, constant: bool = False) -> Outcomes:
+    """Monte Carlo outcomes of ``tokens`` uniform tokens under ``method`` (see module doc).
+
+    Pure noise with ``sigma`` by default; the hybrid model when ``eps`` is given; the
+    deterministic ``V = Id`` of earlier theory with ``constant`` (network and particle
+    methods only; then ``horizon`` is in that model's own time, see ``ConstantWeights``).
+    """
+    if method == "reduced" and not constant:
         from .. import two_token
 
         rho = two_token.simulate_rho(
             key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
             **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
         )
-        f = two_token.rho_fractions(rho, tol)
+        with np.errstate(invalid="ignore"):  # 1 - p_s - p_a may round to -1e-17
+            f = two_token.rho_fractions(rho, tol)
         single, antipodal = round(float(f.single) * f.count), round(float(f.antipodal) * f.count)
         return Outcomes(single, antipodal, f.count - single - antipodal, f.count)
     if method not in ("particles", "discrete"):
@@ -124,7 +132,8 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
     from .._outcomes import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes
 
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d,
-                          weights=_weights(sigma, mu, eps), trajectories=trajectories,
+                          weights=_weights(sigma, mu, eps, constant),
+                          trajectories=trajectories,
                           layers=layers, horizon=horizon)
     codes = np.asarray(classify(final, tol))
     minority = np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]

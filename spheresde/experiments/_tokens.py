@@ -11,7 +11,8 @@ from ._sweep import Sweep, point_seed
 
 COLUMNS = (
     "tokens", "beta", "p_single", "p_antipodal", "p_undecided", "stderr", "minority_mean",
-    "minority_counts", "d", "sigma", "method", "trajectories", "layers", "horizon", "tol",
+    "minority_counts", "d", "sigma", "weights", "method", "trajectories", "layers", "horizon",
+    "tol",
 )
 
 
@@ -25,7 +26,7 @@ def _point(params: dict, point: dict) -> dict:
     result = simulate(
         params["method"], key, tokens=n, beta=beta, d=params["dim"], sigma=params["sigma"],
         trajectories=params["trajectories"], layers=params["layers"],
-        horizon=params["horizon"], tol=params["tol"],
+        horizon=params["horizon"], tol=params["tol"], constant=params["weights"] == "constant",
     )
     minority = np.asarray(result.minority if result.minority is not None else [], dtype=int)
     counts = np.bincount(minority, minlength=n // 2 + 1)[1:]
@@ -35,7 +36,8 @@ def _point(params: dict, point: dict) -> dict:
         "minority_mean": float(minority.mean()) if minority.size else float("nan"),
         # sizes of the smaller cluster over the antipodal samples, "k:count" for k = 1..n//2
         "minority_counts": " ".join(f"{k}:{c}" for k, c in enumerate(counts, start=1)),
-        "d": params["dim"], "sigma": params["sigma"], "method": params["method"],
+        "d": params["dim"], "sigma": params["sigma"], "weights": params["weights"],
+        "method": params["method"],
         "trajectories": result.trajectories,
         **{k: params[k] for k in ("layers", "horizon", "tol")},
     }
@@ -77,7 +79,8 @@ def plot_tokens(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("fraction of trajectories")
     ax.set_ylim(-0.02, 1.02)
     r0 = rows[0]
-    ax.set_title(f"{r0['method']}, d={r0['d']}, {r0['trajectories']} trajectories, "
+    model = "V = Id (constant)" if r0["weights"] == "constant" else f"sigma={r0['sigma']}"
+    ax.set_title(f"{r0['method']}, {model}, d={r0['d']}, {r0['trajectories']} trajectories, "
                  f"L={r0['layers']}, T={float(r0['horizon']):g}\n"
                  "solid: antipodal (+-2 s.e.), dashed: single, dotted: undecided", fontsize=9)
     ax.legend(fontsize=7, ncol=2)

@@ -216,3 +216,16 @@ def test_reproduce_writes_every_figure_and_the_report(tmp_path):
         assert heading in report
     assert "out of scope" in report
     assert "wrote" in proc.stdout
+
+
+def test_hybrid_exact_columns(tmp_path):
+    spheresde("hybrid", "--method", "exact", "--tokens", "2", "--betas", "1,4", "--eps",
+              "0.5,2", "--out", tmp_path, "--quiet")
+    table = rows(tmp_path / "hybrid.csv")
+    assert list(table[0])[:7] == ["beta", "eps", "tokens", "p_single", "p_antipodal",
+                                  "p_undecided", "dominant"]
+    assert len(table) == 4
+    for r in table:
+        fractions = {k: float(r[f"p_{k}"]) for k in ("single", "antipodal", "undecided")}
+        assert r["dominant"] == max(fractions, key=fractions.get)
+    assert (tmp_path / "hybrid.png").stat().st_size > 0

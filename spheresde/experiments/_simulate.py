@@ -31,6 +31,7 @@ class Outcomes:
     minority: np.ndarray | None = None  # per antipodal sample: size of the smaller cluster
 
     def fractions(self) -> dict[str, float]:
+        """``p_single``, ``p_antipodal``, ``p_undecided`` (the CSV columns)."""
         n = max(self.trajectories, 1)
         return {
             "p_single": self.single / n,
@@ -46,6 +47,7 @@ class Outcomes:
         return math.sqrt(p * (1 - p) / self.trajectories)
 
     def dominant(self) -> str:
+        """The most frequent outcome: ``"single"``, ``"antipodal"`` or ``"undecided"``."""
         f = self.fractions()
         return max(("single", "antipodal", "undecided"), key=lambda k: f[f"p_{k}"])
 

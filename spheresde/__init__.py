@@ -33,6 +33,7 @@ from ._transformer import NetworkResult as NetworkResult
 from ._transformer import PureNoise as PureNoise
 from ._transformer import simulate_network as simulate_network
 from ._transformer import transformer_sde as transformer_sde
+from ._transformer import weak_error_vs_layers as weak_error_vs_layers
 from .solvers import GeodesicEuler as GeodesicEuler
 from .solvers import GeodesicHeun as GeodesicHeun
 from .solvers import GeodesicMidpoint as GeodesicMidpoint

@@ -180,3 +180,18 @@ def test_saved_gram_traces(getkey):
     assert jnp.allclose(out.gram[:, -1], last, atol=1e-12)
     with pytest.raises(ValueError, match="divide"):
         simulate_network(getkey(), x0, 1.0, layers=10, horizon=3, trajectories=5, save_every=7)
+
+
+@pytest.mark.slow
+def test_theorem_1_weak_error_decreases_like_one_over_layers():
+    # 8000 coupled paths (network and fine SDE driven by one Brownian path each), d = 2,
+    # beta = 1, T = 1, reference step 1/640. Standard errors at L = 10 are ~0.003, the
+    # error of E rho^2 there ~0.04; weak order 1 is asserted within +-0.3.
+    from spheresde._transformer import weak_error_vs_layers
+
+    out = weak_error_vs_layers(jax.random.key(11), paths=8000, reference_factor=4)
+    err, se = out.errors[:, 1], out.standard_errors[:, 1]
+    assert err[0] > 5 * se[0]
+    assert np.all(np.diff(err) < 2 * se[1:])
+    assert err[-1] < err[0] / 5
+    assert abs(out.rates[1] - 1.0) < 0.3

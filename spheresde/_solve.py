@@ -96,8 +96,9 @@ def solve(
     args
         Passed to ``drift`` and ``diffusion``.
     throw, **diffeqsolve_kwargs
-        Passed to ``diffrax.diffeqsolve`` (for example ``adjoint``; with
-        ``brownian="unsafe"`` the default is ``diffrax.ForwardMode()``).
+        Passed to ``diffrax.diffeqsolve``. The default ``adjoint`` is
+        ``diffrax.ForwardMode()``; for reverse-mode gradients pass
+        ``adjoint=diffrax.RecursiveCheckpointAdjoint()`` with a ``"virtual"`` path.
 
     Examples
     --------
@@ -153,13 +154,14 @@ def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwarg
         shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
         if kind == "unsafe":
             path = diffrax.UnsafeBrownianPath(shape=shape, key=key)
-            # Diffrax's default (checkpointed reverse mode) refuses an unsafe path.
-            kwargs = {"adjoint": diffrax.ForwardMode(), **kwargs}
         else:
             path = diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
     else:
         path = path_spec
-    if isinstance(kwargs.get("adjoint"), diffrax.ForwardMode):
+    # Forward mode by default: simulation rarely needs reverse-mode gradients, it compiles
+    # faster, and Diffrax's default (checkpointed reverse mode) refuses an unsafe path.
+    kwargs = {"adjoint": diffrax.ForwardMode(), **kwargs}
+    if isinstance(kwargs["adjoint"], diffrax.ForwardMode):
         solver = _forward_mode_ready(solver)
     return diffrax.diffeqsolve(
         sde.terms(path), solver, ts[0], ts[-1], None, y0, args=args,

@@ -4,6 +4,8 @@ Weak: Brownian motion on S^{d-1}, :math:`E\\langle X_t, X_0\\rangle = e^{-(d-1)t
 Strong: the two-token Transformer SDE (MODEL.md section 2), non-commuting d x d noise.
 """
 
+import functools
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -72,30 +74,44 @@ def test_weak_order_brownian_motion(solver, d):
 
 
 STRONG_DTS = [2.0**-4, 2.0**-5, 2.0**-6, 2.0**-7]
+STRONG_T1, STRONG_PATHS, STRONG_FINE = 0.5, 48, 1024
 
 
-def _strong_errors(solver, sde, reference_solver, reference_sde, *, paths=48):
+@functools.cache
+def _transformer(convention):
+    ito = transformer_sde(2.0, PureNoise(1.0), d=3)
+    return ito if convention == "ito" else stratonovich_form(ito)
+
+
+@functools.cache
+def _strong_problem():
     # One Brownian path per sample, sampled at the reference step 2^-11 (16 times finer
     # than the finest tested step) and shared by every step size: on these nested fixed
     # grids it is the same object as a VirtualBrownianTree queried at the grid points,
     # without the tree's ~11 PRNG calls per step.
-    t1 = 0.5
-    ts, W = sampled_brownian(jr.key(7), paths, t1, 1024, sde.noise_shape)
-    y0 = spheresde.sample_uniform(jr.key(8), (paths, 2), 3)
+    ts, W = sampled_brownian(jr.key(7), STRONG_PATHS, STRONG_T1, STRONG_FINE, (3, 3))
+    return ts, W, spheresde.sample_uniform(jr.key(8), (STRONG_PATHS, 2), 3)
 
-    def solve_all(sde_, solver_, dt):
-        def one(y, w):
-            path = diffrax.LinearInterpolation(ts, w)
-            return spheresde.solve(sde_, y, 0.0, t1, dt, brownian=path, solver=solver_).ys[-1]
 
-        return jax.jit(jax.vmap(one))(y0, W)
+def _final_states(convention, solver, dt):
+    ts, W, y0 = _strong_problem()
+    sde = _transformer(convention)
 
-    ref = solve_all(reference_sde, reference_solver, t1 / 1024)
-    rms = []
-    for dt in STRONG_DTS:
-        sq = jnp.sum((solve_all(sde, solver, dt) - ref) ** 2, axis=(-1, -2))
-        rms.append(float(jnp.sqrt(jnp.mean(sq))))
-    return np.array(rms)
+    def one(y, w):
+        path = diffrax.LinearInterpolation(ts, w)
+        return spheresde.solve(sde, y, 0.0, STRONG_T1, dt, brownian=path, solver=solver).ys[-1]
+
+    return jax.jit(jax.vmap(one))(y0, W)
+
+
+@functools.cache
+def _reference(convention):
+    solver = spheresde.GeodesicEuler() if convention == "ito" else spheresde.GeodesicMidpoint()
+    return _final_states(convention, solver, STRONG_T1 / STRONG_FINE)
+
+
+def _rms(a, b):
+    return float(jnp.sqrt(jnp.mean(jnp.sum((a - b) ** 2, axis=(-1, -2)))))
 
 
 @pytest.mark.slow
@@ -105,15 +121,12 @@ def test_strong_order_transformer(solver):
     # matrix, non-commuting, so every scheme has strong order 0.5. Ito schemes solve the
     # Ito form against a fine GeodesicEuler; Stratonovich schemes solve the Stratonovich
     # form (drift corrected by automatic differentiation, helpers.stratonovich_form)
-    # against a fine GeodesicMidpoint. Horizon 0.5, dt = 2^-4 ... 2^-7. 48 paths: the RMS
+    # against a fine GeodesicMidpoint (references computed once per sense).
+    # Horizon 0.5, dt = 2^-4 ... 2^-7, 48 paths: the RMS
     # error's relative standard error is about 1/sqrt(2 * 48) ~ 10% per dt, strongly
     # correlated across dt (same paths), so about +-0.1 on the slope.
-    ito = transformer_sde(2.0, PureNoise(1.0), d=3)
-    if spheresde.solver_convention(solver) == "ito":
-        sde, reference = ito, spheresde.GeodesicEuler()
-    else:
-        sde, reference = stratonovich_form(ito), spheresde.GeodesicMidpoint()
-    rms = _strong_errors(solver, sde, reference, sde)
+    sense = spheresde.solver_convention(solver)
+    rms = np.array([_rms(_final_states(sense, solver, dt), _reference(sense)) for dt in STRONG_DTS])
     slope = loglog_slope(STRONG_DTS, rms)
     print(f"RMS errors {rms}, strong slope {slope:.2f}")
     assert abs(slope - solver.strong_order(None)) < 0.3
@@ -125,8 +138,8 @@ def test_stratonovich_form_same_paths_as_ito():
     # Brownian paths by schemes of either sense, they agree up to the discretization error
     # (RMS ~ 0.1-0.3 at these steps and decreasing like dt^0.5; a wrong or missing
     # correction term would leave an O(1) drift difference that does not decrease).
-    ito = transformer_sde(2.0, PureNoise(1.0), d=3)
-    rms = _strong_errors(spheresde.GeodesicMidpoint(), stratonovich_form(ito),
-                         spheresde.GeodesicEuler(), ito, paths=32)
+    strat = spheresde.GeodesicMidpoint()
+    rms = np.array([_rms(_final_states("stratonovich", strat, dt), _reference("ito"))
+                    for dt in STRONG_DTS])
     print(f"RMS Stratonovich-vs-Ito {rms}")
     assert abs(loglog_slope(STRONG_DTS, rms) - 0.5) < 0.3

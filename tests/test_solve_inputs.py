@@ -105,7 +105,7 @@ def test_not_a_solver():
 
 
 def test_not_a_sphere_sde():
-    with pytest.raises(TypeError, match="sde must be a spheresde.SphereSDE"):
+    with pytest.raises(TypeError, match=r"sde must be a spheresde\.SphereSDE"):
         _solve(sde=ITO.terms)
 
 

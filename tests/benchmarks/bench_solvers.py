@@ -1,0 +1,140 @@
+"""Benchmark: the two-token Transformer SDE (MODEL.md section 2) with three integrators.
+
+n = 2 tokens on S^3 (d = 4), beta = 2, sigma = 1 (pure noise, full d x d noise),
+horizon T = 40, dt = 0.01 (4,000 steps), 4,000 independent paths from independent
+uniform tokens:
+
+(a) ``spheresde.solve_batch`` with the default Ito solver (GeodesicEuler), and
+    ``Retracted(diffrax.Euler())`` for comparison; also (a'') GeodesicEuler on the
+    ``noise="span"`` form of the SDE (d x n normals per step instead of d x d: the same
+    law for one-evaluation Ito steps, MODEL.md / DESIGN "span trick");
+(b) ``diffrax.Euler`` on the same SDE (``diffrax.diffeqsolve`` with ConstantStepSize,
+    UnsafeBrownianPath, vmapped and jitted the same way), normalized only at the end;
+(c) a straightforward NumPy loop: per step, Euler--Maruyama then normalization,
+    vectorized over paths.
+
+Wall times exclude compilation (the first call), which is reported separately.
+Run explicitly (it is not a test)::
+
+    python tests/benchmarks/bench_solvers.py [--paths 4000] [--float64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--paths", type=int, default=4000)
+parser.add_argument("--horizon", type=float, default=40.0)
+parser.add_argument("--dt", type=float, default=0.01)
+parser.add_argument("--float64", action="store_true", help="double precision (default float32)")
+parser.add_argument("--skip-numpy", action="store_true")
+cli = parser.parse_args()
+jax.config.update("jax_enable_x64", cli.float64)
+
+import diffrax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import jax.random as jr  # noqa: E402
+import numpy as np  # noqa: E402
+
+import spheresde  # noqa: E402
+from spheresde._outcomes import ANTIPODAL, classify  # noqa: E402
+from spheresde._transformer import PureNoise, transformer_sde  # noqa: E402
+
+D, N, BETA, SIGMA = 4, 2, 2.0, 1.0
+DTYPE = jnp.float64 if cli.float64 else jnp.float32
+SDE = transformer_sde(BETA, PureNoise(SIGMA), d=D)
+SPAN_SDE = transformer_sde(BETA, PureNoise(SIGMA), d=D, noise="span", n=N)
+
+
+def timed(fn, *args):
+    """(seconds of the first call, seconds of a second call, result of the second)."""
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return first, time.perf_counter() - start, out
+
+
+def run_solve_batch(solver, sde=SDE):
+    def fn(y0, key):
+        return spheresde.solve_batch(sde, y0, 0.0, cli.horizon, cli.dt, key=key,
+                                     solver=solver).ys[:, -1]
+    return fn
+
+
+@jax.jit
+def run_diffrax_euler(y0, key):
+    def one(y, k):
+        path = diffrax.UnsafeBrownianPath(jax.ShapeDtypeStruct(SDE.noise_shape, y.dtype), k)
+        sol = diffrax.diffeqsolve(
+            SDE.terms(path), diffrax.Euler(), 0.0, cli.horizon, cli.dt, y,
+            saveat=diffrax.SaveAt(t1=True), adjoint=diffrax.ForwardMode(),
+            max_steps=int(np.ceil(cli.horizon / cli.dt)) + 16,
+        )
+        return sol.ys[-1]
+
+    y1 = jax.vmap(one)(y0, jr.split(key, y0.shape[0]))
+    return y1 / jnp.linalg.norm(y1, axis=-1, keepdims=True)
+
+
+def run_numpy(y0, seed):
+    """Euler--Maruyama + normalization per step, the plain way (float64 NumPy)."""
+    rng = np.random.default_rng(seed)
+    x = np.array(y0, dtype=np.float64)
+    c = -(SIGMA**2) * (D - 1) / 2
+    steps = round(cli.horizon / cli.dt)
+    sqdt = np.sqrt(cli.dt)
+    for _ in range(steps):
+        logits = BETA * np.einsum("pid,pjd->pij", x, x)
+        w = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        w /= w.sum(axis=-1, keepdims=True)
+        a = np.einsum("pij,pjd->pid", w, x)
+        dw = rng.standard_normal((x.shape[0], D, D)) * sqdt
+        noise = SIGMA * np.einsum("pid,ped->pie", a, dw)  # rows (dW A_i)^T
+        noise -= np.sum(noise * x, axis=-1, keepdims=True) * x
+        x = x + c * np.sum(a * a, axis=-1, keepdims=True) * x * cli.dt + noise
+        x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return x
+
+
+def summary(name, first, wall, y1):
+    y1 = jnp.asarray(y1)
+    antipodal = float(jnp.mean(classify(y1) == ANTIPODAL))
+    se = np.sqrt(antipodal * (1 - antipodal) / y1.shape[0])
+    compile_s = f"{first - wall:7.2f}" if first is not None else "      -"
+    print(f"{name:34s} wall {wall:7.2f} s  compile {compile_s} s  "
+          f"max norm error {float(spheresde.norm_error(y1)):.1e}  "
+          f"antipodal {antipodal:.3f} +- {se:.3f}")
+    return wall
+
+
+def main():
+    key_y0, key_w = jr.split(jr.key(20260129))
+    y0 = spheresde.sample_uniform(key_y0, (cli.paths, N), D, dtype=DTYPE)
+    print(f"n={N} d={D} beta={BETA} sigma={SIGMA} T={cli.horizon} dt={cli.dt} "
+          f"paths={cli.paths} dtype={jnp.dtype(DTYPE).name} backend={jax.default_backend()}")
+    walls = {}
+    walls["a"] = summary("(a) default (GeodesicEuler)",
+                         *timed(run_solve_batch(None), y0, key_w))
+    walls["a'"] = summary("(a') Retracted(diffrax.Euler())",
+                          *timed(run_solve_batch(spheresde.Retracted(diffrax.Euler())), y0, key_w))
+    summary("(a'') default, span noise (d x n)", *timed(run_solve_batch(None, SPAN_SDE), y0, key_w))
+    walls["b"] = summary("(b) diffrax.Euler + final normalize",
+                         *timed(run_diffrax_euler, y0, key_w))
+    if not cli.skip_numpy:
+        start = time.perf_counter()
+        y_np = run_numpy(np.asarray(y0), 0)
+        walls["c"] = summary("(c) NumPy loop (float64)", None, time.perf_counter() - start, y_np)
+    a, a_ret, b = walls["a"], walls["a'"], walls["b"]
+    print(f"ratio wall (a)/(b) = {a / b:.2f}   (a')/(b) = {a_ret / b:.2f}")
+    if "c" in walls:
+        print(f"speed-up (c)/(a) = {walls['c'] / a:.1f}x   (c)/(a') = {walls['c'] / a_ret:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

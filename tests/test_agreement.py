@@ -1,0 +1,60 @@
+"""Four answers to one question: how often do two uniform tokens end antipodal?
+
+The exact scale-function probability, the reduced SDE of rho (Monte Carlo in
+z = artanh rho), the particle SDE on (S^{d-1})^2 (spheresde.solve_batch, geodesic Euler)
+and the discrete network must agree, on both sides of beta_c(d). Every Monte Carlo
+estimate may differ from the exact value by 4 binomial standard errors plus its
+undecided fraction (paths not yet within tol = 1e-2 of rho = +-1 at the horizon).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from spheresde import (
+    outcome_fractions,
+    sample_uniform,
+    simulate_network,
+    solve_batch,
+    transformer_sde,
+    two_token,
+)
+
+LAYERS = 100  # network: L = 100; SDEs: dt = 1/L, as in the paper's Figure 3
+HORIZON = 30.0
+
+
+def _check(name, fractions, exact):
+    bound = 4 * fractions.antipodal_se + fractions.undecided
+    print(f"{name:>9}: antipodal {fractions.antipodal:.4f} +- {fractions.antipodal_se:.4f}, "
+          f"undecided {fractions.undecided:.4f}, exact {exact:.4f}")
+    assert abs(fractions.antipodal - exact) <= bound + 1e-12, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("d", "beta"), [(4, 0.4), (4, 2.0), (7, 2.5)])
+def test_exact_reduced_particles_network_agree(d, beta):
+    # beta_c(4) = 0.66, beta_c(7) = 1.15: one point below (exact answer 0), two above.
+    exact = float(two_token.antipodal_probability(beta, d))
+    assert (exact > 0) == (beta > two_token.critical_beta(d))
+    key = jax.random.key(100 * d + int(10 * beta))
+    k_rho, k_start, k_sde, k_net = jax.random.split(key, 4)
+
+    # 8000 reduced paths: standard error <= 0.0056
+    rho = two_token.simulate_rho(k_rho, beta, d, trajectories=8000, dt=1 / LAYERS,
+                                 horizon=HORIZON, block=8)
+    _check("reduced", two_token.rho_fractions(rho), exact)
+
+    # 1500 particle paths and 1500 network runs: standard error <= 0.013
+    runs = 1500
+    tokens0 = sample_uniform(k_start, (runs, 2), d)
+    sde = transformer_sde(beta, d=d, noise="span", n=2)
+    ys = solve_batch(sde, tokens0, 0.0, HORIZON, 1 / LAYERS, key=k_sde).ys[:, -1]
+    _check("particles", outcome_fractions(ys), exact)
+
+    net = simulate_network(k_net, tokens0, beta, layers=LAYERS, horizon=HORIZON,
+                           trajectories=runs)
+    _check("network", outcome_fractions(net.tokens), exact)
+    assert jnp.all(jnp.isfinite(net.tokens))
+    assert np.isfinite(exact)

@@ -114,7 +114,7 @@ def _zero_on_spheres(expr: sp.Expr, tokens) -> bool:
     expr = expr.xreplace(frozen)
     coords = [c for x in tokens for c in x]
     others = sorted(expr.free_symbols - set(coords), key=sp.default_sort_key)
-    fracs, *gens = field(coords + others, sp.QQ)
+    fracs = field(coords + others, sp.QQ)[0]
     numer = fracs.from_expr(expr).numer if expr != 0 else fracs.ring.zero
     relations = [fracs.ring.from_expr((x.T * x)[0] - 1) for x in tokens]
     return numer == 0 or numer.rem(relations) == 0

@@ -87,7 +87,7 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
     assert "--out" in err
 
 
-def test_csv_metadata_and_refusal_of_other_parameters(tmp_path):
+def test_csv_columns_and_metadata(tmp_path):
     spheresde(*TOKENS, "--out", tmp_path, "--seed", 3, "--quiet")
     table = rows(tmp_path / "tokens.csv")
     assert len(table) == 6
@@ -105,16 +105,6 @@ def test_csv_metadata_and_refusal_of_other_parameters(tmp_path):
         assert name in meta["params"]
     assert meta["wall_time_s"] > 0
     assert (tmp_path / "tokens.png").stat().st_size > 0
-
-    # the same command with another parameter refuses, and mixes nothing in
-    before = (tmp_path / "tokens.csv").read_text()
-    proc = spheresde(*TOKENS, "--trajectories", "32", "--out", tmp_path, "--quiet", check=False)
-    assert proc.returncode == 2
-    assert "trajectories: stored 64 vs now 32" in proc.stderr
-    assert "--overwrite" in proc.stderr
-    assert (tmp_path / "tokens.csv").read_text() == before  # nothing mixed in
-    spheresde(*TOKENS, "--trajectories", "32", "--out", tmp_path, "--quiet", "--overwrite")
-    assert {r["trajectories"] for r in rows(tmp_path / "tokens.csv")} == {"32"}
 
 
 def test_ctrl_c_then_resume_gives_the_uninterrupted_csv(tmp_path):
@@ -159,7 +149,7 @@ def test_field_figure(tmp_path):
 PHASE_GRID = ("--dims", "4,6", "--betas", "0.5,1,2,3")
 
 
-def test_phase_exact_columns_and_metadata(tmp_path):
+def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path, "--quiet")
     table = rows(tmp_path / "phase.csv")
     assert list(table[0])[:8] == ["d", "beta", "method", "trajectories", "p_antipodal",
@@ -171,6 +161,22 @@ def test_phase_exact_columns_and_metadata(tmp_path):
     assert meta["params"]["dims"] == [4, 6]
     assert meta["params"]["sigma"] == 1.0
     assert (tmp_path / "phase.png").stat().st_size > 0
+
+    # the same command with another parameter refuses, and mixes nothing in
+    before = (tmp_path / "phase.csv").read_text()
+    proc = spheresde("phase", *PHASE_GRID, "--method", "exact", "--sigma", "2", "--out",
+                     tmp_path, "--quiet", check=False)
+    assert proc.returncode == 2
+    assert "sigma: stored 1.0 vs now 2.0" in proc.stderr
+    assert "--overwrite" in proc.stderr
+    assert (tmp_path / "phase.csv").read_text() == before
+    spheresde("phase", *PHASE_GRID, "--method", "exact", "--sigma", "2", "--out", tmp_path,
+              "--quiet", "--overwrite")
+    meta = json.loads((tmp_path / "phase.json").read_text())
+    assert meta["params"]["sigma"] == 2.0
+    assert [r["points_computed"] for r in meta["runs"]] == [8]  # a fresh sweep
+    # pure noise: sigma only rescales depth-time, so the t -> infinity law is the same
+    assert (tmp_path / "phase.csv").read_text() == before.replace(",1.0,0.0\n", ",2.0,0.0\n")
 
 
 @pytest.mark.slow

@@ -64,9 +64,13 @@ class LimitCoefficients:
 
     - ``normal_drift(d, sigma)``: the coefficient ``c`` in the Ito drift
       :math:`b_i = c\,|A_i|^2 X_i + \mu P_i A_i` (:math:`c = -\sigma^2 (d-1)/2`).
+    - ``covariance_coefficient(sigma)``: ``k`` in the diffusion covariance
+      :math:`E[dX_i\,dX_j^\top] = k \langle A_i, A_j\rangle P_i P_j\,dt`
+      (:math:`k = \sigma^2`; it does not depend on ``d``).
     """
 
     normal_drift: Callable
+    covariance_coefficient: Callable
 
 
 def _module(backend: str):
@@ -150,13 +154,15 @@ def limit_expressions() -> dict:
     from .limit import d, derive_limit_span, eps, mu
     from .span import TokenSpan
 
-    # One token and A = w X: the drift is (c w^2 + mu (w - w)) X, so c = coefficient / w^2.
+    # One token and A = w X: the drift is (c w^2 + mu (w - w)) X, so c = coefficient / w^2,
+    # and the covariance is k w^2 P = k w^2 (I - X X^T), so k = (identity part) / w^2.
     span = TokenSpan(sp.Matrix([[1]]), d)
     w = sp.Symbol("w", positive=True)
     (x,) = span.tokens()
-    drift = derive_limit_span(span, [x * w]).drift[0].coeffs[0]
-    c = sp.factor(sp.cancel(drift.subs(mu, 0) / w**2))
-    return {"normal_drift": ((d, eps), c)}
+    sde = derive_limit_span(span, [x * w])
+    c = sp.factor(sp.cancel(sde.drift[0].coeffs[0].subs(mu, 0) / w**2))
+    k = sp.factor(sp.cancel(sde.covariance[0, 0].scalar / w**2))
+    return {"normal_drift": ((d, eps), c), "covariance_coefficient": ((eps,), k)}
 
 
 @functools.cache

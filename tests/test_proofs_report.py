@@ -1,0 +1,55 @@
+"""The proofs_check report: statuses, formats and the exit code of ``python -m proofs_check``."""
+
+import doctest
+import importlib
+
+import pytest
+
+import proofs_check.__main__ as cli
+from proofs_check.report import FAIL, MISMATCH, PASS, Check, exit_code, format_report, run_checks
+
+MODULES = [
+    "proofs_check.span",
+    "proofs_check.ito",
+    "proofs_check.limit",
+    "proofs_check.two_token",
+    "proofs_check.stability",
+    "proofs_check.stratonovich",
+    "proofs_check.export",
+    "proofs_check.report",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+@pytest.mark.slow
+def test_full_report():
+    # ~40 s on 2 cores: every derivation of the report, once.
+    rows = run_checks()
+    status = {row.claim: row.status for row in rows}
+    assert status.pop("Proposition 1: hybrid threshold (two tokens)") == MISMATCH
+    assert set(status.values()) == {PASS}, status
+    assert len(rows) == 12
+    assert exit_code(rows) == 0
+    table = format_report(rows, fmt="markdown")
+    assert table.count("\n") == len(rows) + 1
+    assert "beta_c(d) = acosh(d - 2)" in format_report(rows)
+
+
+def test_exit_code_and_cli(monkeypatch, capsys):
+    rows = [Check("a", "x", "x", PASS), Check("b", "y", "z", MISMATCH)]
+    monkeypatch.setattr(cli, "run_checks", lambda: rows)
+    assert cli.main([]) == 0
+    assert "MISMATCH: 1" in capsys.readouterr().out
+    rows.append(Check("c", "u", "v", FAIL))
+    assert cli.main(["--markdown"]) == 1
+    assert "| c | u | v | FAIL |" in capsys.readouterr().out
+
+
+def test_unknown_format():
+    with pytest.raises(ValueError, match="fmt"):
+        format_report([Check("a", "x", "x", PASS)], fmt="html")

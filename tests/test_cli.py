@@ -183,7 +183,7 @@ def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
 @pytest.mark.parametrize(
     ("method", "sizes"),
     [
-        # the quick scale of Figure 3: 2000 trajectories per point, dt = 1/20, T = 50
+        # quick-like sizes (quick itself: 4000 trajectories, T = 100): 2000, dt = 1/20, T = 50
         ("reduced", ("--trajectories", "2000", "--layers", "20", "--horizon", "50")),
         # the network itself, smaller: 400 trajectories, L = 20, T = 20
         ("discrete", ("--trajectories", "400", "--layers", "20", "--horizon", "20")),

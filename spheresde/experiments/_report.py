@@ -320,7 +320,7 @@ def write_report(out: Path, *, scale: str, seed: int, results: dict, commands: d
     field = results["field"]
     sections, status = [], []
     proofs_lines = proofs["text"].strip().splitlines()
-    excerpt = "\n".join(proofs_lines[:80]) + ("\n..." if len(proofs_lines) > 80 else "")
+    excerpt = "\n".join(proofs_lines[:120]) + ("\n..." if len(proofs_lines) > 120 else "")
     sections.append("\n".join([
         "## Theorem 1 and the sphere-supported lemma: the continuous limit",
         "",
@@ -341,8 +341,10 @@ def write_report(out: Path, *, scale: str, seed: int, results: dict, commands: d
         "```",
         "",
     ]))
-    status.append(("Theorem 1 / sphere-supported limit (symbolic)",
-                   "proofs_check passed" if proofs["ok"] else "proofs_check FAILED"))
+    mismatches = [line.split("  ")[0] for line in proofs_lines if "MISMATCH  " in line]
+    status.append(("Symbolic derivations (proofs_check)",
+                   (proofs["tally"] + (f" ({'; '.join(mismatches)})" if mismatches else ""))
+                   if proofs["ok"] else "proofs_check did not run"))
     sections.append("\n".join([
         "## Figure 1: the attention field on the circle",
         "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -39,8 +40,9 @@ def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
     """Run ``python -m proofs_check`` once, keep its output in ``out/proofs_check.txt``."""
     path = out / "proofs_check.txt"
     if path.exists() and not overwrite:
-        return {"path": path, "text": path.read_text(), "ok": "FAIL" not in path.read_text(),
-                "seconds": None}
+        text = path.read_text()
+        return {"path": path, "text": text, "ok": True, "seconds": None,
+                "tally": _tally(text)}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "proofs_check"], capture_output=True, text=True,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
@@ -50,7 +52,13 @@ def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
     if ok:  # a failed run is not cached: the next reproduce tries again
         atomic_write_text(path, text)
     return {"path": path if ok else None, "text": text, "ok": ok, "seconds": seconds,
-            "returncode": proc.returncode}
+            "returncode": proc.returncode, "tally": _tally(text)}
+
+
+def _tally(text: str) -> str:
+    """The report's closing count, e.g. ``PASS: 11, FAIL: 0, MISMATCH: 1``."""
+    found = re.findall(r"^PASS: \d+.*$", text, flags=re.MULTILINE)
+    return found[-1].strip() if found else "no summary line"
 
 
 def reproduce(out: str | os.PathLike, scale: str = "quick", *, seed: int = 0,

@@ -146,3 +146,16 @@ def test_reduced_monte_carlo_from_a_given_start():
     f = two_token.rho_fractions(rho)
     exact = two_token.antipodal_probability(3.0, 6, rho0=-0.5)
     assert abs(f.antipodal - exact) <= 4 * f.antipodal_se + f.undecided
+
+
+def test_fast_z_coefficients_equal_the_exported_ones():
+    from proofs_check.export import rho_coefficients
+    from spheresde.two_token import _z_coefficients
+
+    rc = rho_coefficients("numpy")
+    z = np.linspace(-30.0, 30.0, 41)[:, None]
+    beta, d, eps, mu = np.array([0.3, 2.0, 9.0]), 7.0, 0.6, 1.3
+    t = np.tanh(z)
+    fast = _z_coefficients()(np.exp(-beta * (1 - t)), t, beta, d, eps, mu)
+    assert np.allclose(fast[0], rc.z_drift(z, beta, d, eps, mu), rtol=1e-12, atol=1e-12)
+    assert np.allclose(fast[1], rc.z_diffusion(z, beta, d, eps, mu), rtol=1e-12, atol=1e-12)

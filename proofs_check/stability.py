@@ -133,10 +133,27 @@ def scale_g() -> sp.Expr:
 
 
 def scale_exponent_at(rho_star: int) -> sp.Expr:
-    r"""The exponent ``k`` with :math:`S'(\rho) \sim |\rho - \rho_*|^{-k}`:
-    :math:`k = \lim (\rho - \rho_*) \cdot 2m/s^2 \cdot \operatorname{sign}`, computed as
-    :math:`\lim_{\rho\to\rho_*} (1 + \rho_*\,\cdot(-\rho))\ldots`; for :math:`\rho_* = -1`,
-    :math:`k = \lim (1+\rho)\,2m/s^2 = g(-1)/2`."""
+    r"""The exponent ``k`` with :math:`S'(\rho) \sim |\rho - \rho_*|^{-k}` at a boundary.
+
+    :math:`S' = \exp(-\int 2m/s^2)`. Near :math:`-1`, :math:`2m/s^2 \approx k/(1+\rho)` with
+    :math:`k = \lim (1+\rho)\,2m/s^2 = g(-1)/2`, so :math:`S' \sim (1+\rho)^{-k}` and
+    :math:`S(-1)` is finite iff :math:`k < 1`. Near :math:`+1`,
+    :math:`2m/s^2 \approx k'/(1-\rho)` gives :math:`S' \sim (1-\rho)^{k'}`, i.e.
+    :math:`k = -k' = -g(1)/2`.
+
+    Parameters
+    ----------
+    rho_star : {1, -1}
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> sp.expand(scale_exponent_at(1).subs(mu, 0))  # -g(1)/2, pure noise
+    3/2 - d/2
+    """
     sde = derive_rho_sde()
     ratio = 2 * sde.reduced_drift / (sde.reduced_variance * (1 - rho**2))
     factor = (1 + rho) if rho_star == -1 else (1 - rho)

@@ -164,3 +164,17 @@ def test_import_is_cheap_and_lazy():
 def test_unknown_backend():
     with pytest.raises(ValueError, match="backend"):
         rho_coefficients("torch")
+
+
+def test_z_drift_at_infinity_is_half_the_lyapunov_exponent():
+    # z = artanh(rho) ~ log(1 + rho)/2 as rho -> -1 and ~ -log(1 - rho)/2 as rho -> +1, so
+    # the z-drift at -oo is lambda_-/2 and at +oo is -lambda_+/2 (an independent route
+    # from the Ito change of variable to the linearization).
+    rc = rho_coefficients("numpy")
+    for dim, beta, e, m in [(4, 1.0, 1.0, 0.0), (7, 2.0, 0.5, 1.0), (3, 0.2, 1.5, 0.3)]:
+        assert float(rc.z_drift(-40.0, beta, dim, e, m)) == pytest.approx(
+            float(rc.lyapunov_minus(beta, dim, e, m)) / 2, rel=1e-12
+        )
+        assert float(rc.z_drift(40.0, beta, dim, e, m)) == pytest.approx(
+            -float(rc.lyapunov_plus(beta, dim, e, m)) / 2, rel=1e-12
+        )

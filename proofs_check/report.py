@@ -141,12 +141,15 @@ def check_sphere_supported() -> Check:
 
 
 def check_two_token_sde() -> Check:
+    from .limit import d, eps, mu
     from .stratonovich import check_rho_in_coordinates
-    from .two_token import derive_rho_sde, stated_rho_sde
+    from .two_token import derive_rho_sde, r, rho, stated_rho_sde
 
     sde = derive_rho_sde()
     drift, variance = stated_rho_sde()
     ok_span = _zero(sde.drift - drift) and _zero(sde.variance - variance)
+    # A function of (rho, beta, d, eps, mu) only (r = exp(-beta (1 - rho))): a 1-D diffusion.
+    ok_span &= (sde.drift.free_symbols | sde.variance.free_symbols) <= {rho, r, d, eps, mu}
     coords = {dim: check_rho_in_coordinates(dim) for dim in (2, 3)}
     ok_coords = all(all(v.values()) for v in coords.values())
     return Check(

@@ -152,7 +152,9 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
         "",
         "**Paper.** With V = (mu/sqrt L) Id + eps G, Figure 4 shows the dominant outcome "
         "(single cluster or antipodal) of the discrete hybrid dynamics in the (beta, eps) "
-        "plane, with the threshold eps = sqrt(2 e^-beta) of Proposition 1 dashed.",
+        "plane, with the threshold eps = sqrt(2 e^-beta) of Proposition 1 dashed. The "
+        "number of tokens and the dimension behind Figure 4 are not stated in the material "
+        "we have; our choices are given with each panel below.",
         "",
     ]
     status = []

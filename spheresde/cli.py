@@ -192,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _subcommand(sub, "field", help="Figure 1: the attention field on the circle")
     p.add_argument("--beta", type=nonnegative_float, default=1.0, help="temperature (default 1)")
     p.add_argument("--out", default="results", metavar="DIR", help="output directory")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
 
     p = _subcommand(sub, "reproduce", help="every figure, the proofs_check report and REPORT.md")
     p.add_argument("--scale", choices=("quick", "paper", "smoke"), default="quick",

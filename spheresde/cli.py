@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+__all__ = ["build_parser", "main"]
+
 if __name__ == "__main__":
     sys.exit(main())
-
-__all__ = ["build_parser", "main"]

@@ -110,7 +110,7 @@ def check_theorem1_diffusion() -> Check:
 def check_stratonovich() -> Check:
     from .stratonovich import check_stratonovich as run
 
-    cases = [(2, 1), (2, 2), (2, 3), (3, 1)]
+    cases = [(2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3)]
     results = {case: run(*case) for case in cases}
     ok = all(all(v.values()) for v in results.values())
     return Check(

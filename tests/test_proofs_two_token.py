@@ -120,7 +120,7 @@ def test_hybrid_threshold_and_asymptotic():
     assert sp.simplify(denominator + lyapunov_exponent(-1).subs(mu, 0) / (2 * eps**2)) == 0
 
 
-@pytest.mark.parametrize(("dim", "n"), [(2, 1), (2, 2), (3, 1)])
+@pytest.mark.parametrize(("dim", "n"), [(2, 1), (2, 2), (3, 1), (3, 2)])
 def test_stratonovich_form_generic_attention(dim, n):
     assert check_stratonovich(dim, n) == {
         "closed_form": True,
@@ -137,3 +137,17 @@ def test_stratonovich_form_softmax_one_token():
 def test_stratonovich_form_softmax_two_tokens():
     # ~30 s: explicit softmax exponentials instead of the generic affine attention.
     assert all(check_stratonovich(2, 2, attention="softmax").values())
+
+
+def test_stratonovich_check_rejects_frozen_attention(monkeypatch):
+    # Without the dA/dX terms (attention treated as constant) the closed form is wrong.
+    import proofs_check.stratonovich as strat
+
+    def frozen(tokens, attention):
+        out = []
+        for x, a in zip(tokens, attention, strict=True):
+            out.extend(mu * (sp.eye(len(x)) - x * x.T) * a)
+        return sp.Matrix(out)
+
+    monkeypatch.setattr(strat, "closed_form_stratonovich", frozen)
+    assert strat.check_stratonovich(2, 2)["closed_form"] is False

@@ -62,9 +62,29 @@ errors_se = np.sqrt(np.array(ses) ** 2 + ref_se**2)
 print("error / standard error:", np.round(errors / errors_se, 1))
 
 # %%
+# Resolving the rate by coupling
+# ------------------------------
+# Independent runs cannot resolve errors below their Monte Carlo noise. Coupling can:
+# :func:`spheresde.weak_error_vs_layers` drives every network *and* a fine Itô
+# Euler--Maruyama reference of the limit SDE by one Brownian matrix path per sample
+# (the network's :math:`V_k/\sqrt L` are the increments of that path over its layers),
+# so the difference :math:`\varphi(X_T^{(L)}) - \varphi(X_T)` is small and its mean has a
+# small standard error. The bias is untouched: coupling reduces variance only. Two
+# tokens on the circle (:math:`d = 2`, where the signal is clearest), 8000 paths,
+# :math:`\varphi = \rho` and :math:`\rho^2`.
+coupled = spheresde.weak_error_vs_layers(jax.random.key(3), layers=(10, 20, 40, 80, 160),
+                                         d=2, beta=beta, horizon=T, paths=8000,
+                                         reference_factor=4)
+for L, err, se in zip(coupled.layers, coupled.errors[:, 1], coupled.standard_errors[:, 1],
+                      strict=True):
+    print(f"L = {L:3d}: E rho_T^2 error {err:+.4f} +- {se:.4f}")
+print(f"fitted weak rates (1 = weak order 1): rho {coupled.rates[0]:.2f}, "
+      f"rho^2 {coupled.rates[1]:.2f}")
+
+# %%
 # The picture
 # -----------
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4.2))
 ax1.errorbar(Ls, errors, yerr=2 * errors_se, fmt="o-", capsize=3, label="network")
 ax1.plot(Ls, errors[2] * Ls[2] / Ls, "k--", label=r"$\propto 1/L$")
 ax1.axhline(2 * errors_se[-1], color="0.6", ls=":", label="Monte Carlo noise (2 s.e.)")
@@ -83,6 +103,17 @@ ax2.set_xlabel(r"$\rho_T = \langle X_1, X_2\rangle$ at $T = 1$")
 ax2.set_ylabel("density")
 ax2.set_title("law of the overlap")
 ax2.legend()
+err2, se2 = np.abs(coupled.errors[:, 1]), coupled.standard_errors[:, 1]
+ax3.errorbar(coupled.layers, err2, yerr=2 * se2, fmt="o-", capsize=3,
+             label=r"network, coupled to the SDE")
+ax3.plot(coupled.layers, err2[0] * coupled.layers[0] / coupled.layers, "k--",
+         label=r"$\propto 1/L$")
+ax3.set_xscale("log", base=2)
+ax3.set_yscale("log")
+ax3.set_xlabel("layers per unit depth-time L")
+ax3.set_ylabel(r"$|\mathbb{E}\rho_T^{(L)\,2} - \mathbb{E}\rho_T^2|$")
+ax3.set_title("coupled weak error, d = 2")
+ax3.legend()
 fig.tight_layout()
 
 # %%
@@ -91,6 +122,9 @@ fig.tight_layout()
 # From :math:`L\approx 8` on, the error of :math:`\mathbb{E}\rho_T` falls roughly like
 # :math:`1/L` (the dashed line), until it disappears into the Monte Carlo noise around
 # :math:`L = 64`; the histograms of :math:`\rho_T` approach the law of the limit SDE.
-# Resolving the asymptotic rate itself would need far more trajectories than a gallery
-# example can afford. The paper's Figure 3 runs :math:`L = 100`, well inside the
-# converged range for this statistic.
+# With independent runs the asymptotic rate drowns in noise; with the coupled
+# estimate (right) the error of :math:`\mathbb{E}\rho_T^2` falls like :math:`1/L` over a
+# factor 16 in :math:`L` (the fitted rate printed above is within a few standard errors
+# of 1 at the last points): weak order 1, as an Euler-type step of size :math:`1/L`
+# should have. The paper's Figure 3 runs :math:`L = 100`, well inside the converged range for
+# these statistics.

@@ -41,7 +41,7 @@ def _increment_covariance(sde, y):
     from the images of the basis matrices (shape (n*d, n*d))."""
     size = int(np.prod(sde.noise_shape))
     basis = jnp.eye(size).reshape(size, *sde.noise_shape)
-    images = jax.vmap(lambda e: sde.diffusion(0.0, y, None, e).ravel())(basis)
+    images = jax.jit(jax.vmap(lambda e: sde.diffusion(0.0, y, None, e).ravel()))(basis)
     return images.T @ images
 
 

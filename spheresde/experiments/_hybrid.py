@@ -64,29 +64,31 @@ def run_hybrid(out: str | os.PathLike, params: dict, *, quiet: bool = False,
     return {"csv": sweep.csv_path, "json": sweep.meta_path, "png": png, "rows": rows}
 
 
-def thresholds(betas, d: int, mu: float, *, half: bool = True) -> dict[str, np.ndarray]:
-    """The three boundaries of the (beta, eps) plane for two tokens.
+def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
+    """The paper's eps = sqrt(2 e^-beta) and the exact linearized threshold.
 
-    ``paper``: the paper's eps = sqrt(2 e^-beta); ``linear``: where the antipodal pair
-    starts to attract (linearization at rho = -1, inf below beta_c); ``half``: where two
-    uniform tokens end antipodal with probability 1/2 (the exact dominant-outcome line; a
-    bisection, skipped with ``half=False``).
+    ``linear`` is where the antipodal pair of two tokens starts to attract (linearization at
+    rho = -1, derived in proofs_check); ``inf`` below beta_c(d).
     """
     import warnings
 
     from .. import two_token
 
     betas = np.asarray(betas, dtype=float)
-    # nan/inf mark "no threshold" here; numpy's overflow chatter would only alarm users
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # inf marks "no threshold"
         warnings.simplefilter("ignore", RuntimeWarning)
         return {
             "paper": np.asarray(two_token.paper_hybrid_threshold(betas), dtype=float),
             "linear": np.asarray(two_token.hybrid_threshold(betas, d, mu=mu), dtype=float),
-            "half": np.asarray(two_token.dominant_threshold(betas, d, mu=mu), dtype=float)
-            if half and hasattr(two_token, "dominant_threshold")
-            else np.full(betas.shape, np.nan),
         }
+
+
+def exact_map(betas, eps, d: int, mu: float) -> np.ndarray:
+    """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (one call)."""
+    from .. import two_token
+
+    b, e = np.meshgrid(np.asarray(betas, float), np.asarray(eps, float))
+    return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
 
 
 def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
@@ -130,13 +132,16 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
     handles.append(Line2D([], [], color="k",
                           label=r"antipodal pair attracts above (linearization, proofs_check)"))
     n = int(rows[0]["tokens"])
-    if np.any(np.isfinite(th["half"])):
-        ax.plot(fine, th["half"], color="orange", lw=1.8)
+    gb = np.linspace(min(betas), max(betas), 48)
+    ge = np.linspace(min(eps), max(eps), 48)
+    exact = exact_map(gb, ge, d, mu)
+    if exact.max() > 0.5:
+        ax.contour(gb, ge, exact, levels=[0.5], colors="orange", linewidths=1.8)
         handles.append(Line2D([], [], color="orange",
                               label=r"exact $P(\mathrm{antipodal})=1/2$, two uniform tokens"))
     elif n == 2:
         handles.append(Line2D([], [], color="none", label="exact: "
-                              r"$P(\mathrm{antipodal})<1/2$ everywhere"))
+                              rf"$P(\mathrm{{antipodal}})\leq{exact.max():.2f}$ on this plane"))
     ax.set_xlim(edges(betas)[0], edges(betas)[-1])
     ax.set_ylim(edges(eps)[0], edges(eps)[-1])
     ax.set_xlabel(r"temperature $\beta$")

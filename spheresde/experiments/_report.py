@@ -145,7 +145,7 @@ def _follows(rows: list[dict], curve) -> tuple[int, int]:
 
 
 def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
-    from ._hybrid import thresholds
+    from ._hybrid import exact_map, thresholds
 
     text = [
         "## Proposition 1 and Figure 4: the hybrid dynamics",
@@ -162,9 +162,8 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
     d, mu = int(some["rows"][0]["d"]), _f(some["rows"][0]["mu"])
     grid = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]
     th = thresholds(grid, d, mu)
-    body = [[f"{b:g}", f"{p:.4f}", f"{e:.4f}", f"{p / e:.2f}" if np.isfinite(e) else "-",
-             f"{h:.4f}" if np.isfinite(h) else "none"]
-            for b, p, e, h in zip(grid, th["paper"], th["linear"], th["half"], strict=True)]
+    body = [[f"{b:g}", f"{p:.4f}", f"{e:.4f}", f"{p / e:.2f}" if np.isfinite(e) else "-"]
+            for b, p, e in zip(grid, th["paper"], th["linear"], strict=True)]
     text += [
         f"**Ours, thresholds (d = {d}, mu = {mu:g}).** Linearizing the exact rho-SDE at "
         "rho = -1 (`proofs_check`), the antipodal pair attracts iff "
@@ -175,16 +174,19 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
         "paper's Theorem 2 states. **The two thresholds differ**; we report both and do not "
         "force agreement.",
         "",
-        _table(["beta", "paper sqrt(2e^-beta)", "exact linearization", "ratio",
-                "exact P=1/2 line (two tokens)"], body),
+        _table(["beta", "paper sqrt(2e^-beta)", "exact linearization", "ratio"], body),
         "",
     ]
-    if not np.any(np.isfinite(th["half"])):
+    plane_b = np.linspace(0.25, 8.0, 32)
+    plane_e = np.geomspace(0.05, 4.0, 32)
+    top = float(exact_map(plane_b, plane_e, d, mu).max())
+    if top < 0.5:
         text += [
-            "For two tokens from uniform starts the exact probability of ending antipodal "
-            "stays below 1/2 everywhere on this range (`two_token.dominant_threshold` finds no "
-            "crossing): the single cluster always dominates for n = 2, so an antipodal-"
-            "dominant region in Figure 4 must come from more tokens (or other starts).",
+            "For two uniform tokens the exact probability of ending antipodal "
+            f"(`two_token.antipodal_probability`) is at most {top:.3f} on beta in [0.25, 8], "
+            "eps in [0.05, 4]: the single cluster dominates everywhere for n = 2, so an "
+            "antipodal-dominant region in Figure 4 must come from more tokens (or other "
+            "starts).",
             "",
         ]
     for name, label in (("hybrid", "network"), ("hybrid_two_tokens", "two tokens")):
@@ -211,7 +213,7 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
                                f"{doms['antipodal']} cells"))
         else:
             def curve(kind):
-                return lambda b: float(thresholds([b], d, mu, half=False)[kind][0])
+                return lambda b: float(thresholds([b], d, mu)[kind][0])
 
             paper_ok, linear_ok = _follows(rows, curve("paper")), _follows(rows, curve("linear"))
             text += [
@@ -227,7 +229,7 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
             for beta in sorted({_f(r["beta"]) for r in rows}):
                 marks = " ".join(cell[beta, e]["dominant"][0].upper() for e in eps)
                 first = next((e for e in eps if cell[beta, e]["dominant"] == "antipodal"), None)
-                th = thresholds([beta], d, mu, half=False)
+                th = thresholds([beta], d, mu)
                 body.append([f"{beta:g}", marks, "-" if first is None else f"{first:g}",
                              f"{th['paper'][0]:.3f}", f"{th['linear'][0]:.3f}"])
             text += [

@@ -57,7 +57,7 @@ print("largest |MC - exact| / s.e. where < 5% undecided:", float(z[decided].max(
 # %%
 # The picture
 # -----------
-fig, ax = plt.subplots(figsize=(7.5, 5))
+fig, ax = plt.subplots(figsize=(7.5, 5.8))
 mesh = ax.pcolormesh(betas, eps, P, cmap="magma", vmin=0, vmax=max(P.max(), 0.5),
                      shading="auto")
 fig.colorbar(mesh, ax=ax, label="exact P(antipodal)")
@@ -75,7 +75,7 @@ ax.set_ylim(eps[0], eps[-1])
 ax.set_xlabel(r"inverse temperature $\beta$")
 ax.set_ylabel(r"noise scale $\varepsilon$")
 ax.set_title(rf"Hybrid dynamics, two tokens, $d={d}$, $\mu={mu:g}$")
-ax.legend(loc="lower left", fontsize=8)
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8)
 fig.tight_layout()
 
 # %%

@@ -26,6 +26,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("plot_*.py"))
 SDE_SENSE_NAMES = {
     "spheresde.SphereSDE",
     "spheresde.solve",
+    "spheresde.weak_error_vs_layers",
     "spheresde.transformer_sde",
     "spheresde.GeodesicEuler",
     "spheresde.GeodesicHeun",

@@ -125,22 +125,77 @@ def solve_batch(
     brownian_tol=None,
     args=None,
     throw: bool = True,
+    stacked: bool | None = None,
     **diffeqsolve_kwargs,
 ) -> diffrax.Solution:
-    """Independent sample paths, one per row of ``y0``: :func:`solve` vmapped and jitted once.
+    """Independent sample paths, one per row of ``y0``, compiled once.
 
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
-    start to give every path the same one); path ``p`` uses ``jax.random.split(key,
-    paths)[p]``. Every field of the returned ``Solution`` gains a leading ``paths`` axis.
-    Other arguments as in :func:`solve`.
+    start to give every path the same one). ``ys`` and ``ts`` of the returned
+    ``Solution`` gain a leading ``paths`` axis. Other arguments as in :func:`solve`.
+
+    Two ways to run the paths, with the same law but different random draws:
+
+    ``stacked=True`` (the default where it applies)
+        ONE ``diffrax.diffeqsolve`` whose state is all of ``y0``: drift and diffusion
+        are ``jax.vmap``-ed over the paths axis and a single Brownian path of shape
+        ``(paths, *sde.noise_shape)`` is drawn from ``key``. Every step is then a few
+        large array operations instead of a batched while-loop of small ones (several
+        times faster; ``tests/benchmarks/bench_solvers.py``). The solvers of this package
+        act row-wise, so each path is stepped exactly as by :func:`solve`, but path
+        ``p`` is **not** ``solve(..., key=jax.random.split(key, paths)[p])``: the
+        increments are other (equally distributed, independent) normals, and they depend
+        on ``paths``. ``stats`` and ``result`` are those of the one solve (no paths axis).
+        Not available when ``saveat`` has its own ``fn``, ``dense``, or saves solver or
+        controller states (those see the whole state); ``None`` then falls back to ``False``.
+    ``stacked=False``
+        :func:`solve` under ``jax.vmap``; path ``p`` uses ``jax.random.split(key,
+        paths)[p]``, reproducible path by path, and every field of the ``Solution``
+        gains the paths axis.
     """
     if not isinstance(brownian, str):
         raise TypeError("solve_batch: brownian must be 'unsafe' or 'virtual'; to reuse given "
                         "paths, jax.vmap solve over them")
+    stackable = _stackable(saveat)
+    if stacked is None:
+        stacked = stackable
+    elif stacked and not stackable:
+        raise ValueError("solve_batch: stacked=True needs a saveat without fn, subs of "
+                         "several fns, dense or saved solver/controller states (they would "
+                         "see the whole batch); pass stacked=False")
     solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=True)
+    path_spec = _path_spec(brownian, brownian_tol, dt)
+    if stacked:
+        return _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw,
+                              diffeqsolve_kwargs)
     keys = jr.split(key, y0.shape[0])
-    return _solve_batch(sde, solver, y0, ts, keys, _path_spec(brownian, brownian_tol, dt),
-                        saveat, args, throw, diffeqsolve_kwargs)
+    return _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw,
+                        diffeqsolve_kwargs)
+
+
+def _stackable(saveat) -> bool:
+    """Whether ``saveat`` only saves ``y`` at times, so that a stacked state can be split."""
+    if saveat is None:
+        return True
+    subs = saveat.subs
+    return (isinstance(subs, diffrax.SubSaveAt) and subs.fn is diffrax.SaveAt(t1=True).subs.fn
+            and not (saveat.dense or saveat.solver_state or saveat.controller_state
+                     or saveat.made_jump))
+
+
+def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
+    """``sde`` for a state of ``paths`` independent copies, stacked on a leading axis.
+
+    Drift and diffusion are ``jax.vmap``-ed over that axis (the diffusion over the state
+    and the increment, of shape ``(paths, *sde.noise_shape)``); time and ``args`` are
+    shared. Same convention as ``sde``.
+    """
+    return SphereSDE(
+        jax.vmap(sde.drift, in_axes=(None, 0, None)),
+        jax.vmap(sde.diffusion, in_axes=(None, 0, None, 0)),
+        (paths, *sde.noise_shape),
+        sde.convention,
+    )
 
 
 def _path_spec(brownian, brownian_tol, dt):
@@ -194,6 +249,18 @@ def _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwar
         return _diffeqsolve(sde, solver, y, ts, k, path_spec, saveat, args, throw, kwargs)
 
     return jax.vmap(one)(y0, keys)
+
+
+@eqx.filter_jit
+def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs):
+    paths = y0.shape[0]
+    sol = _diffeqsolve(stack_sde(sde, paths), solver, y0, ts, key, path_spec, saveat, args,
+                       throw, kwargs)
+    # Diffrax saves (times, paths, ...); give the paths axis first as the vmapped form does.
+    return eqx.tree_at(
+        lambda s: (s.ts, s.ys), sol,
+        (jnp.broadcast_to(sol.ts, (paths, *sol.ts.shape)), jnp.moveaxis(sol.ys, 1, 0)),
+    )
 
 
 def _concrete(x) -> bool:

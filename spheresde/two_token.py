@@ -326,51 +326,42 @@ def _lane_sharding(lanes: int):
     if len(devices) < 2 or lanes % len(devices):
         return None
     mesh = jax.sharding.Mesh(np.array(devices), ("lanes",))
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "lanes"))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("lanes"))
 
 
 @functools.partial(jax.jit, static_argnames=("steps", "block", "gaussian"))
 def _rho_paths(key, z0, beta, d, eps, mu, dt, *, steps: int, block: int, gaussian: bool):
-    """Euler--Maruyama in z; lanes come as ``(chunks, chunk)`` and the chunks run one after
-    the other (``lax.map``), each through all its steps, so that the working set of the
-    fused ``block``-step loop stays in cache however many lanes there are."""
+    """Euler--Maruyama in z for every lane; ``block`` steps are unrolled into one fused loop."""
     coefficients = _z_coefficients()
     sqrt_dt = jnp.sqrt(dt)
 
-    def chunk(args):
-        index, z, beta, d, eps, mu = args
-        chunk_key = jax.random.fold_in(key, index)
+    def step(z, dw):
+        t = jnp.tanh(z)
+        z_drift, z_diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
+        return z + z_drift * dt + z_diffusion * dw
 
-        def step(z, dw):
-            t = jnp.tanh(z)
-            z_drift, z_diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
-            return z + z_drift * dt + z_diffusion * dw
+    def run(z, k, count):
+        sub = jax.random.fold_in(key, k)
+        if gaussian:
+            normals = jax.random.normal(sub, (count, *z.shape), z.dtype)
+            for i in range(count):
+                z = step(z, sqrt_dt * normals[i])
+        else:
+            bits = jax.random.bits(sub, z.shape, jnp.uint32)
+            for i in range(count):
+                sign = ((bits >> i) & 1).astype(z.dtype) * 2 - 1
+                z = step(z, sqrt_dt * sign)
+        return z
 
-        def run(z, k, count):
-            sub = jax.random.fold_in(chunk_key, k)
-            if gaussian:
-                normals = jax.random.normal(sub, (count, *z.shape), z.dtype)
-                for i in range(count):
-                    z = step(z, sqrt_dt * normals[i])
-            else:
-                bits = jax.random.bits(sub, z.shape, jnp.uint32)
-                for i in range(count):
-                    sign = ((bits >> i) & 1).astype(z.dtype) * 2 - 1
-                    z = step(z, sqrt_dt * sign)
-            return z
-
-        z, _ = jax.lax.scan(lambda z, k: (run(z, k, block), None), z,
-                            jnp.arange(steps // block))
-        if steps % block:
-            z = run(z, steps // block, steps % block)
-        return jnp.tanh(z)
-
-    return jax.lax.map(chunk, (jnp.arange(z0.shape[0]), z0, beta, d, eps, mu))
+    z, _ = jax.lax.scan(lambda z, k: (run(z, k, block), None), z0, jnp.arange(steps // block))
+    if steps % block:
+        z = run(z, steps // block, steps % block)
+    return jnp.tanh(z)
 
 
 def simulate_rho(key, beta, d, *, trajectories: int, dt: float, horizon: float, rho0=None,
                  sigma=1.0, mu=0.0, eps=None, increments: str = "two_point",
-                 dtype=jnp.float32, block: int = _BITS, chunk: int = 2**16):
+                 dtype=jnp.float32, block: int = _BITS):
     r"""Monte Carlo of the reduced SDE of two tokens; :math:`\rho_T` per trajectory.
 
     Euler--Maruyama (Ito) in :math:`z = \operatorname{artanh}\rho` with the lambdified
@@ -399,9 +390,6 @@ def simulate_rho(key, beta, d, *, trajectories: int, dt: float, horizon: float, 
         ``float32`` by default (speed); ``float64`` needs x64 enabled.
     block
         Steps fused per loop iteration (at most 32 for two-point increments).
-    chunk
-        Lanes advanced together; chunks run one after another. About 2**16 keeps the
-        loop's working set in cache: at 2**20 lanes the rate per core halved.
 
     Returns
     -------
@@ -428,18 +416,12 @@ def simulate_rho(key, beta, d, *, trajectories: int, dt: float, horizon: float, 
         r0 = jnp.asarray(np.broadcast_to(np.asarray(rho0, float)[..., None], lanes).ravel(), dtype)
         z0 = jnp.arctanh(r0)
     steps = round(horizon / dt)
-    # pad to whole chunks (the padding lanes are dropped at the end)
-    size = z0.size
-    chunk = min(chunk, size)
-    chunks = -(-size // chunk)
-    arrays = [jnp.pad(a, (0, chunks * chunk - size), mode="edge").reshape(chunks, chunk)
-              for a in (z0, beta, d, e, mu)]
-    sharding = _lane_sharding(chunk)
+    sharding = _lane_sharding(z0.size)
     if sharding is not None:
-        arrays = [jax.device_put(a, sharding) for a in arrays]
-    rho = _rho_paths(path_key, *arrays, jnp.asarray(dt, dtype), steps=steps, block=block,
-                     gaussian=increments == "gaussian")
-    return rho.reshape(-1)[:size].reshape(lanes)
+        z0, beta, d, e, mu = (jax.device_put(a, sharding) for a in (z0, beta, d, e, mu))
+    rho = _rho_paths(path_key, z0, beta, d, e, mu, jnp.asarray(dt, dtype), steps=steps,
+                     block=block, gaussian=increments == "gaussian")
+    return rho.reshape(lanes)
 
 
 def rho_fractions(rho, tol: float = 1e-2) -> OutcomeFractions:

@@ -319,9 +319,11 @@ def _z_coefficients():
 
 
 def _lane_sharding(lanes: int):
-    """Split the lanes over the CPU devices when there are several (for example with
-    ``XLA_FLAGS=--xla_force_host_platform_device_count=2``): the kernel is elementwise,
-    so each device runs its share on its own core."""
+    """Split the lanes over the devices when there are several (for example two CPU
+    devices from ``XLA_FLAGS=--xla_force_host_platform_device_count=2``): the kernel is
+    elementwise, so each device can run its share on its own core. (On the shared
+    2-core machine of the benchmarks that speed-up could not be confirmed; the results
+    do not depend on the split.)"""
     devices = jax.devices()
     if len(devices) < 2 or lanes % len(devices):
         return None

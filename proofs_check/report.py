@@ -75,6 +75,7 @@ def _limit_components() -> dict:
 
 
 def check_theorem1_drift() -> Check:
+    """Theorem 1: the Ito drift of the limit, derived from one discrete layer."""
     ok_span = True
     for n in (1, 2, 3):
         _, der, st = _limit_span(n)
@@ -92,6 +93,7 @@ def check_theorem1_drift() -> Check:
 
 
 def check_theorem1_diffusion() -> Check:
+    """Theorem 1: the shared-noise diffusion covariance of the limit."""
     ok_span = True
     for n in (1, 2, 3):
         _, der, st = _limit_span(n)
@@ -108,6 +110,7 @@ def check_theorem1_diffusion() -> Check:
 
 
 def check_stratonovich() -> Check:
+    """Theorem 1 in Stratonovich form, attention derivatives included; tangent."""
     from .stratonovich import check_stratonovich as run
 
     cases = [(2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3)]
@@ -125,6 +128,7 @@ def check_stratonovich() -> Check:
 
 
 def check_sphere_supported() -> Check:
+    """The sphere-supported lemma: Ito's lemma gives d|X_i|^2 = 0."""
     from .limit import sphere_supported_drift
 
     ok = True
@@ -141,6 +145,7 @@ def check_sphere_supported() -> Check:
 
 
 def check_two_token_sde() -> Check:
+    """Two tokens: rho = <X_1, X_2> is a 1-D Ito diffusion with the stated coefficients."""
     from .limit import d, eps, mu
     from .stratonovich import check_rho_in_coordinates
     from .two_token import derive_rho_sde, r, rho, stated_rho_sde
@@ -165,6 +170,7 @@ def check_two_token_sde() -> Check:
 
 
 def check_equilibria() -> Check:
+    """rho = +1 and rho = -1 are equilibria (drift and diffusion vanish)."""
     from .two_token import derive_rho_sde, r, rho
 
     sde = derive_rho_sde()
@@ -183,6 +189,7 @@ def check_equilibria() -> Check:
 
 
 def check_plus_attracting() -> Check:
+    """rho = +1 (single cluster) has a negative Lyapunov exponent for all beta, d."""
     from .limit import d, eps, mu
     from .stability import lyapunov_exponent
 
@@ -199,6 +206,7 @@ def check_plus_attracting() -> Check:
 
 
 def check_theorem2() -> Check:
+    """Theorem 2: the antipodal pair attracts iff beta > beta_c(d) = arccosh(d-2)/2."""
     from .limit import mu
     from .stability import (
         critical_beta,
@@ -225,6 +233,7 @@ def check_theorem2() -> Check:
 
 
 def check_low_dimensions() -> list[Check]:
+    """The cases d = 2 and d = 3 (no threshold: antipodal attracts for all beta > 0)."""
     from .limit import d, eps, mu
     from .stability import in_beta, lyapunov_exponent
     from .two_token import beta
@@ -264,6 +273,7 @@ def check_low_dimensions() -> list[Check]:
 
 
 def check_feller() -> Check:
+    """Feller classification of rho = -1 from the scale function agrees with the linearization."""
     from .limit import d, mu
     from .stability import in_beta, lyapunov_exponent, scale_exponent_at, scale_g
     from .two_token import beta, derive_rho_sde, r, rho
@@ -294,6 +304,7 @@ def check_feller() -> Check:
 
 
 def check_proposition1() -> Check:
+    """Proposition 1: the exact hybrid threshold set beside the paper's eps = sqrt(2 e^-beta)."""
     from .limit import eps, mu
     from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, q
     from .two_token import beta

@@ -103,8 +103,8 @@ def solve(
 
     Examples
     --------
-    Many paths: ``jax.vmap`` over keys and starts works (checks on values are then
-    skipped); :func:`solve_batch` does it with the checks.
+    Many paths: :func:`solve_batch` (one solve of the stacked paths, faster), or
+    ``jax.vmap`` over keys and starts (checks on values are then skipped).
     """
     solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=False)
     return _solve(sde, solver, y0, ts, key, _path_spec(brownian, brownian_tol, dt), saveat,

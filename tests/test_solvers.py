@@ -189,6 +189,23 @@ def test_stacked_and_unstacked_solve_batch_agree_in_law():
     assert not np.allclose(a[:100], b[:100])  # the draws do differ
 
 
+@pytest.mark.slow  # ~15 s, compiling the tree over the stacked shape
+def test_stacked_virtual_brownian_tree_is_one_tree_over_all_paths():
+    # brownian="virtual" with stacking: one VirtualBrownianTree of shape (paths, d) from
+    # key; path p is solve driven by row p of that tree's values on the grid.
+    sde = brownian_motion_sde(3, "ito")
+    y0 = spheresde.sample_uniform(jr.key(14), (3,), 3)
+    ys = spheresde.solve_batch(sde, y0, 0.0, 0.2, 0.02, key=jr.key(15), brownian="virtual").ys
+    assert ys.shape == (3, 1, 3)
+    tree = diffrax.VirtualBrownianTree(0.0, 0.2, 0.02 / 8, (3, 3), jr.key(15))
+    ts = jnp.linspace(0.0, 0.2, 11)
+    w = jax.vmap(lambda t: tree.evaluate(0.0, t))(ts)
+    for p in range(3):
+        path = diffrax.LinearInterpolation(ts, w[:, p])
+        one = spheresde.solve(sde, y0[p], 0.0, 0.2, 0.02, brownian=path).ys[-1]
+        np.testing.assert_allclose(ys[p, -1], one, atol=1e-13)
+
+
 def test_stacked_needs_a_plain_saveat():
     sde = brownian_motion_sde(3, "ito")
     y0 = spheresde.sample_uniform(jr.key(13), (4,), 3)

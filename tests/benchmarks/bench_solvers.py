@@ -43,6 +43,18 @@ in JAX (threefry, ~20 M/s) takes half of NumPy's whole loop (its ziggurat draws
 span form draws half as many and uses fewer operations per step. Stacking the paths
 (one diffeqsolve on the (paths, n, d) state) instead of ``jax.vmap`` of one-path
 solves took (a) from 96 s to 46 s, though the load differed between those runs.
+A second run at T = 10 (same machine, minutes later): (a) 10.4 s, (a-span) 4.1 s,
+(b) 9.7 s, JAX normals 3.1 s, NumPy normals 1.1 s, (c) 6.9 s: (a)/(b) = 1.06,
+(c)/(a) = 0.7x, (c)/(a-span) = 1.7x, bound 2.2x.
+
+Also tried at T = 10 (one process each, 1,000 steps, 4,000 paths): keys
+``unsafe_rbg`` 11.4 s vs threefry 10.0 s (no gain; ``rbg`` draws slower still);
+a GeodesicEuler step with fewer reductions, and ``Retracted(Euler())``, within 1% of
+GeodesicEuler (the step is not the cost); the attention and ``dW A_i`` of
+``transformer_sde`` written as broadcast-multiply-sums instead of ``@`` (which, once
+vmapped over paths, becomes XLA batched matmuls of 2x2 and 2x4 blocks): 7.3 s vs
+10.0 s, the one change that helped, in ``spheresde/_transformer.py`` (not done here).
+Diffrax's loop cannot be unrolled from outside ``diffeqsolve``.
 """
 
 from __future__ import annotations

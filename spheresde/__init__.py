@@ -4,14 +4,27 @@ The public API is re-exported here explicitly; the modules behind it are private
 """
 
 from . import two_token as two_token
-from ._attention import attention as attention, attention_weights as attention_weights
+from ._attention import attention as attention
+from ._attention import attention_weights as attention_weights
 from ._geometry import (
     exp_map as exp_map,
+)
+from ._geometry import (
     geodesic_distance as geodesic_distance,
+)
+from ._geometry import (
     log_map as log_map,
+)
+from ._geometry import (
     norm_error as norm_error,
+)
+from ._geometry import (
     project_tangent as project_tangent,
+)
+from ._geometry import (
     retract as retract,
+)
+from ._geometry import (
     sample_uniform as sample_uniform,
 )
 from ._outcomes import ANTIPODAL as ANTIPODAL

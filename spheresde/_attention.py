@@ -8,7 +8,12 @@ from ._typing import Array, Tokens
 
 
 def attention_weights(
-    tokens: Tokens, beta, Q: Array | None = None, K: Array | None = None, *, queries: Array | None = None
+    tokens: Tokens,
+    beta,
+    Q: Array | None = None,
+    K: Array | None = None,
+    *,
+    queries: Array | None = None,
 ) -> Array:
     """Row-stochastic weights ``w[i, j] = softmax_j(beta <Q x_i, K X_j>)``.
 
@@ -23,7 +28,12 @@ def attention_weights(
 
 
 def attention(
-    tokens: Tokens, beta, Q: Array | None = None, K: Array | None = None, *, queries: Array | None = None
+    tokens: Tokens,
+    beta,
+    Q: Array | None = None,
+    K: Array | None = None,
+    *,
+    queries: Array | None = None,
 ) -> Array:
     """Attention vectors ``A_beta(x_i, X)``; for every token by default, shape ``(n, d)``.
 

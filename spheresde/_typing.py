@@ -9,4 +9,6 @@ Tokens = Float[Array, "n d"]
 SpherePoint = Float[Array, "*batch d"]
 Scalar = Float[ArrayLike, ""]
 
-__all__ = ["Array", "ArrayLike", "Float", "PRNGKeyArray", "Scalar", "SpherePoint", "Token", "Tokens"]
+__all__ = [
+    "Array", "ArrayLike", "Float", "PRNGKeyArray", "Scalar", "SpherePoint", "Token", "Tokens"
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -26,7 +27,38 @@ def _transport(x, y, u):
     return u - coef * (x + y)
 
 
-class GeodesicEuler(diffrax.AbstractItoSolver):
+class _AbstractGeodesicSolver(diffrax.AbstractSolver):
+    """What the geodesic schemes share: one map ``_update`` per step, no state, linear
+    dense output, strong order 0.5 and weak order 1 for general (non-commuting) noise."""
+
+    term_structure: ClassVar = diffrax.AbstractTerm
+    interpolation_cls: ClassVar[Callable[..., diffrax.LocalLinearInterpolation]] = (
+        diffrax.LocalLinearInterpolation
+    )
+
+    @abc.abstractmethod
+    def _update(self, terms, t0, t1, y0, args, control):
+        """The new state from ``y0`` and the increment ``control`` of the driving path."""
+
+    def strong_order(self, terms):
+        return 0.5
+
+    def weak_order(self, terms):
+        return 1.0
+
+    def init(self, terms, t0, t1, y0, args):
+        return None
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del solver_state, made_jump
+        y1 = self._update(terms, t0, t1, y0, args, terms.contr(t0, t1))
+        return y1, None, dict(y0=y0, y1=y1), None, diffrax.RESULTS.successful
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
+
+
+class GeodesicEuler(_AbstractGeodesicSolver, diffrax.AbstractItoSolver):
     r"""Geodesic Euler--Maruyama: an Ito scheme that moves along great circles.
 
     .. math::
@@ -45,34 +77,15 @@ class GeodesicEuler(diffrax.AbstractItoSolver):
     :math:`|y|^2 = 1` demands. Strong order 0.5, weak order 1.
     """
 
-    term_structure: ClassVar = diffrax.AbstractTerm
-    interpolation_cls: ClassVar[Callable[..., diffrax.LocalLinearInterpolation]] = (
-        diffrax.LocalLinearInterpolation
-    )
-
     def order(self, terms):
         return 1
 
-    def strong_order(self, terms):
-        return 0.5
-
-    def weak_order(self, terms):
-        return 1.0
-
-    def init(self, terms, t0, t1, y0, args):
-        return None
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        del solver_state, made_jump
-        control = terms.contr(t0, t1)
-        y1 = exp_map(y0, _tangent_increment(terms, t0, y0, args, control))
-        return y1, None, dict(y0=y0, y1=y1), None, diffrax.RESULTS.successful
-
-    def func(self, terms, t0, y0, args):
-        return terms.vf(t0, y0, args)
+    def _update(self, terms, t0, t1, y0, args, control):
+        return exp_map(y0, _tangent_increment(terms, t0, y0, args, control))
 
 
-class GeodesicHeun(diffrax.AbstractStratonovichSolver):
+
+class GeodesicHeun(_AbstractGeodesicSolver, diffrax.AbstractStratonovichSolver):
     r"""Heun's predictor--corrector in the exponential chart at :math:`y_k`: **Stratonovich**.
 
     .. math::
@@ -96,37 +109,18 @@ class GeodesicHeun(diffrax.AbstractStratonovichSolver):
     vector fields per step.
     """
 
-    term_structure: ClassVar = diffrax.AbstractTerm
-    interpolation_cls: ClassVar[Callable[..., diffrax.LocalLinearInterpolation]] = (
-        diffrax.LocalLinearInterpolation
-    )
-
     def order(self, terms):
         return 2
 
-    def strong_order(self, terms):
-        return 0.5
-
-    def weak_order(self, terms):
-        return 1.0
-
-    def init(self, terms, t0, t1, y0, args):
-        return None
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        del solver_state, made_jump
-        control = terms.contr(t0, t1)
+    def _update(self, terms, t0, t1, y0, args, control):
         k1 = _tangent_increment(terms, t0, y0, args, control)
         y_pred = exp_map(y0, k1)
         k2 = _transport(y_pred, y0, _tangent_increment(terms, t1, y_pred, args, control))
-        y1 = exp_map(y0, 0.5 * (k1 + k2))
-        return y1, None, dict(y0=y0, y1=y1), None, diffrax.RESULTS.successful
-
-    def func(self, terms, t0, y0, args):
-        return terms.vf(t0, y0, args)
+        return exp_map(y0, 0.5 * (k1 + k2))
 
 
-class GeodesicMidpoint(diffrax.AbstractStratonovichSolver):
+
+class GeodesicMidpoint(_AbstractGeodesicSolver, diffrax.AbstractStratonovichSolver):
     r"""Explicit midpoint rule in the exponential chart at :math:`y_k`: **Stratonovich**.
 
     .. math::
@@ -139,30 +133,11 @@ class GeodesicMidpoint(diffrax.AbstractStratonovichSolver):
     noise; weak 1) and the same cost.
     """
 
-    term_structure: ClassVar = diffrax.AbstractTerm
-    interpolation_cls: ClassVar[Callable[..., diffrax.LocalLinearInterpolation]] = (
-        diffrax.LocalLinearInterpolation
-    )
-
     def order(self, terms):
         return 2
 
-    def strong_order(self, terms):
-        return 0.5
-
-    def weak_order(self, terms):
-        return 1.0
-
-    def init(self, terms, t0, t1, y0, args):
-        return None
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        del solver_state, made_jump
-        control = terms.contr(t0, t1)
+    def _update(self, terms, t0, t1, y0, args, control):
         y_mid = exp_map(y0, 0.5 * _tangent_increment(terms, t0, y0, args, control))
         k2 = _transport(y_mid, y0, _tangent_increment(terms, 0.5 * (t0 + t1), y_mid, args, control))
-        y1 = exp_map(y0, k2)
-        return y1, None, dict(y0=y0, y1=y1), None, diffrax.RESULTS.successful
+        return exp_map(y0, k2)
 
-    def func(self, terms, t0, y0, args):
-        return terms.vf(t0, y0, args)

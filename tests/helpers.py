@@ -7,9 +7,19 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+import pytest
 
 import spheresde
 from spheresde import project_tangent
+
+# Every sphere-preserving scheme the tests hold to its declared orders and norm.
+SCHEMES = [
+    pytest.param(spheresde.GeodesicEuler(), id="GeodesicEuler"),
+    pytest.param(spheresde.Retracted(diffrax.Euler()), id="Retracted(Euler)"),
+    pytest.param(spheresde.GeodesicHeun(), id="GeodesicHeun"),
+    pytest.param(spheresde.GeodesicMidpoint(), id="GeodesicMidpoint"),
+    pytest.param(spheresde.Retracted(diffrax.Heun()), id="Retracted(Heun)"),
+]
 
 
 def brownian_motion_sde(d: int, convention: str) -> spheresde.SphereSDE:

@@ -13,6 +13,7 @@ import jax.random as jr
 import numpy as np
 import pytest
 from helpers import (
+    SCHEMES,
     brownian_motion_sde,
     loglog_slope,
     sampled_brownian,
@@ -22,14 +23,6 @@ from helpers import (
 
 import spheresde
 from spheresde._transformer import PureNoise, transformer_sde
-
-SCHEMES = [
-    pytest.param(spheresde.GeodesicEuler(), id="GeodesicEuler"),
-    pytest.param(spheresde.Retracted(diffrax.Euler()), id="Retracted(Euler)"),
-    pytest.param(spheresde.GeodesicHeun(), id="GeodesicHeun"),
-    pytest.param(spheresde.GeodesicMidpoint(), id="GeodesicMidpoint"),
-    pytest.param(spheresde.Retracted(diffrax.Heun()), id="Retracted(Heun)"),
-]
 
 
 def _weak_order(solver):

@@ -6,20 +6,12 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import pytest
-from helpers import random_tangent_sde, stratonovich_form
+from helpers import SCHEMES, random_tangent_sde, stratonovich_form
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spheresde
 from spheresde._transformer import PureNoise, transformer_sde
-
-SCHEMES = [
-    pytest.param(spheresde.GeodesicEuler(), id="GeodesicEuler"),
-    pytest.param(spheresde.Retracted(diffrax.Euler()), id="Retracted(Euler)"),
-    pytest.param(spheresde.GeodesicHeun(), id="GeodesicHeun"),
-    pytest.param(spheresde.GeodesicMidpoint(), id="GeodesicMidpoint"),
-    pytest.param(spheresde.Retracted(diffrax.Heun()), id="Retracted(Heun)"),
-]
 
 
 def _run_steps(solver, sde, y0, key, steps, dt):

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from ._typing import Array, Tokens
+
+
+def small_matmul(a: Array, b: Array) -> Array:
+    """``a @ b`` as a broadcast multiply and sum over the shared axis.
+
+    For the few tokens and dimensions of this model, XLA fuses this into the
+    surrounding elementwise work, whereas ``@`` under ``vmap`` becomes a batched matrix
+    product of tiny blocks, which is slow on CPU (about 25% of a solve, measured in
+    tests/benchmarks/bench_solvers.py).
+    """
+    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
 
 
 def attention_weights(
@@ -24,7 +36,7 @@ def attention_weights(
     x = tokens if queries is None else queries
     x = x if Q is None else x @ Q.T
     keys = tokens if K is None else tokens @ K.T
-    return jax.nn.softmax(beta * (x @ keys.T), axis=-1)
+    return jax.nn.softmax(beta * small_matmul(x, keys.T), axis=-1)
 
 
 def attention(
@@ -42,7 +54,7 @@ def attention(
     the tokens, so it lies in their span: the fact behind the reduced noise of the
     Transformer SDE.
     """
-    return attention_weights(tokens, beta, Q, K, queries=queries) @ tokens
+    return small_matmul(attention_weights(tokens, beta, Q, K, queries=queries), tokens)
 
 
 __all__ = ["attention", "attention_weights"]

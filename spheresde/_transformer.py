@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._attention import attention, attention_weights
+from ._attention import attention, attention_weights, small_matmul
 from ._geometry import project_tangent, retract
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
@@ -142,7 +142,7 @@ def _noise_on_attention(tokens, weights, z, noise: Noise):
     and :math:`\Xi X^\top = z G^{1/2}` (in law), so the rows are :math:`w G^{1/2} z^\top`.
     """
     if noise == "full":
-        return (weights @ tokens) @ z.T
+        return small_matmul(small_matmul(weights, tokens), z.T)
     return weights @ gram_sqrt(tokens @ tokens.T) @ z.T
 
 

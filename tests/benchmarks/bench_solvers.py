@@ -25,24 +25,26 @@ Run explicitly (it is not a test)::
     python tests/benchmarks/bench_solvers.py [--paths 4000] [--float64] [--variants]
         [--key-impl unsafe_rbg]
 
-One run on the development machine (CPU, 2 cores shared with other jobs, load ~4;
-float32, threefry keys; 2026-11-29 21:20 UTC)::
+One run on the development machine (CPU, 2 idle cores, float32, threefry keys;
+2026-11-29 22:10 UTC), after the attention contractions became fused multiply-sums
+(``spheresde._attention.small_matmul``)::
 
     variant                               wall s  compile s  max norm err  antipodal
-    (a)      default (GeodesicEuler)        45.6       5.4      3.6e-07   0.290 +- 0.007
-    (a-span) default, span noise            13.9       1.8      4.2e-07   0.277 +- 0.007
-    (b)      diffrax.Euler + final norm.    37.8       2.0      1.8e-07   0.281 +- 0.007
-    JAX normals alone (256 M, float32)      12.7       1.9
-    NumPy normals alone (256 M, float64)     4.3
-    (c)      NumPy loop (float64)           26.6         -      6.0e-08   0.281 +- 0.007
-    (a)/(b) = 1.21; (c)/(a) = 0.6x, (c)/(a-span) = 1.9x.
+    (a)      default (GeodesicEuler)        22.2       2.6      3.6e-07   0.290 +- 0.007
+    (a-span) default, span noise            17.3       1.8      3.6e-07   0.277 +- 0.007
+    (b)      diffrax.Euler + final norm.    18.4       2.1      1.8e-07   0.281 +- 0.007
+    JAX normals alone (256 M, float32)       6.2       1.0
+    NumPy normals alone (256 M, float64)     4.4
+    (c)      NumPy loop (float64)           26.3         -      6.0e-08   0.281 +- 0.007
+    (a)/(b) = 1.21; (c)/(a) = 1.2x, (c)/(a-span) = 1.5x.
 
-The 20x target over NumPy is out of reach on this CPU: drawing (a)'s normals alone
-in JAX (threefry, ~20 M/s) takes half of NumPy's whole loop (its ziggurat draws
-~60 M/s), so no JAX scheme with these draws can beat (c) by more than 2.1x. The
-span form draws half as many and uses fewer operations per step. Stacking the paths
-(one diffeqsolve on the (paths, n, d) state) instead of ``jax.vmap`` of one-path
-solves took (a) from 96 s to 46 s, though the load differed between those runs.
+The same idle machine before that change: (a) 35.7 s, (a-span) 12.7 s, (b) 34.0 s,
+(c) 26.5 s. The change made (a) 1.6x faster and (a-span) 1.36x slower (not understood;
+the span noise keeps ``@``). The 20x target over NumPy is out of reach on this CPU:
+drawing (a)'s normals alone in JAX takes a quarter of NumPy's whole loop, so no JAX
+scheme with these draws can beat (c) by more than ~4x; the remaining gap is per-step
+work of Diffrax's loop on tiny (2 x 4) blocks. Stacking the paths (one diffeqsolve on
+the (paths, n, d) state) instead of ``jax.vmap`` of one-path solves also helped.
 A second run at T = 10 (same machine, minutes later): (a) 10.4 s, (a-span) 4.1 s,
 (b) 9.7 s, JAX normals 3.1 s, NumPy normals 1.1 s, (c) 6.9 s: (a)/(b) = 1.06,
 (c)/(a) = 0.7x, (c)/(a-span) = 1.7x, bound 2.2x.

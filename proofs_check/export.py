@@ -81,6 +81,15 @@ def _module(backend: str):
     raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
 
 
+def _lambdify_all(expressions: dict, backend: str) -> dict:
+    """``{name: (args, expr)}`` to ``{name: callable}`` by :func:`sympy.lambdify`."""
+    import sympy as sp
+
+    modules = _module(backend)
+    return {name: sp.lambdify(args, expr, modules=modules)
+            for name, (args, expr) in expressions.items()}
+
+
 @functools.cache
 def rho_expressions() -> dict:
     """The SymPy expressions behind :func:`rho_coefficients` (keyed like its fields).
@@ -136,14 +145,7 @@ def rho_coefficients(backend: str = "numpy") -> RhoCoefficients:
     >>> float(rc.lyapunov_plus(1.0, 4, 1.0, 0.0))
     -3.0
     """
-    import sympy as sp
-
-    modules = _module(backend)
-    funcs = {
-        name: sp.lambdify(args, expr, modules=modules)
-        for name, (args, expr) in rho_expressions().items()
-    }
-    return RhoCoefficients(**funcs)
+    return RhoCoefficients(**_lambdify_all(rho_expressions(), backend))
 
 
 @functools.cache
@@ -174,11 +176,4 @@ def limit_coefficients(backend: str = "numpy") -> LimitCoefficients:
     >>> float(limit_coefficients("numpy").normal_drift(3, 2.0))
     -4.0
     """
-    import sympy as sp
-
-    modules = _module(backend)
-    funcs = {
-        name: sp.lambdify(args, expr, modules=modules)
-        for name, (args, expr) in limit_expressions().items()
-    }
-    return LimitCoefficients(**funcs)
+    return LimitCoefficients(**_lambdify_all(limit_expressions(), backend))

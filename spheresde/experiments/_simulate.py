@@ -125,8 +125,7 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
             key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
             **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
         )
-        with np.errstate(invalid="ignore"):  # 1 - p_s - p_a may round to -1e-17
-            f = two_token.rho_fractions(rho, tol)
+        f = two_token.rho_fractions(rho, tol)
         single, antipodal = round(float(f.single) * f.count), round(float(f.antipodal) * f.count)
         return Outcomes(single, antipodal, f.count - single - antipodal, f.count)
     if method not in ("particles", "discrete"):

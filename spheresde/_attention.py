@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
+from ._small import small_matmul, small_softmax
 from ._typing import Array, Tokens
-
-
-def small_matmul(a: Array, b: Array) -> Array:
-    """``a @ b`` as a broadcast multiply and sum over the shared axis.
-
-    For the few tokens and dimensions of this model, XLA fuses this into the
-    surrounding elementwise work, whereas ``@`` under ``vmap`` becomes a batched matrix
-    product of tiny blocks, which is slow on CPU (about 25% of a solve, measured in
-    tests/benchmarks/bench_solvers.py).
-    """
-    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
 
 
 def attention_weights(
@@ -34,9 +21,9 @@ def attention_weights(
     are plain inner products.
     """
     x = tokens if queries is None else queries
-    x = x if Q is None else x @ Q.T
-    keys = tokens if K is None else tokens @ K.T
-    return jax.nn.softmax(beta * small_matmul(x, keys.T), axis=-1)
+    x = x if Q is None else small_matmul(x, Q.T)
+    keys = tokens if K is None else small_matmul(tokens, K.T)
+    return small_softmax(beta * small_matmul(x, keys.T), axis=-1)
 
 
 def attention(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ._small import inner, norm
 from ._typing import Array, PRNGKeyArray, SpherePoint
 
 
@@ -19,12 +20,12 @@ def project_tangent(y: SpherePoint, v: SpherePoint) -> SpherePoint:
     makes the projection exact (and idempotent) also for points slightly off the
     sphere, as met inside the stages of a Runge--Kutta step.
     """
-    return v - (jnp.sum(y * v, axis=-1, keepdims=True) / jnp.sum(y * y, axis=-1, keepdims=True)) * y
+    return v - (inner(y, v) / inner(y, y)) * y
 
 
 def retract(y: SpherePoint) -> SpherePoint:
     """Retraction by normalization, ``y / |y|`` (the Transformer's RMS normalization)."""
-    return y / jnp.linalg.norm(y, axis=-1, keepdims=True)
+    return y / norm(y)
 
 
 def exp_map(y: SpherePoint, v: SpherePoint) -> SpherePoint:
@@ -33,22 +34,22 @@ def exp_map(y: SpherePoint, v: SpherePoint) -> SpherePoint:
     :math:`\exp_y(v) = \cos(|v|)\, y + \operatorname{sinc}(|v|)\, v`, written with
     ``sinc`` so that ``v = 0`` needs no special case. ``v`` must be tangent at ``y``.
     """
-    theta = jnp.linalg.norm(v, axis=-1, keepdims=True)
+    theta = norm(v)
     return jnp.cos(theta) * y + jnp.sinc(theta / jnp.pi) * v
 
 
 def log_map(y: SpherePoint, z: SpherePoint) -> SpherePoint:
     """Inverse of :func:`exp_map`: the tangent vector at ``y`` pointing to ``z`` (not antipodal)."""
     w = project_tangent(y, z)
-    norm_w = jnp.linalg.norm(w, axis=-1, keepdims=True)
+    norm_w = norm(w)
     theta = geodesic_distance(y, z)[..., None]
     return jnp.where(norm_w > 0, theta / jnp.where(norm_w > 0, norm_w, 1.0), 0.0) * w
 
 
 def geodesic_distance(y: SpherePoint, z: SpherePoint) -> Array:
     """Great-circle distance, computed with ``arctan2`` so it is accurate near 0 and pi."""
-    cross = jnp.linalg.norm(y - jnp.sum(y * z, axis=-1, keepdims=True) * z, axis=-1)
-    return jnp.arctan2(cross, jnp.sum(y * z, axis=-1))
+    cosine = inner(y, z)
+    return jnp.arctan2(norm(y - cosine * z), cosine)[..., 0]
 
 
 def sample_uniform(key: PRNGKeyArray, shape: tuple[int, ...], d: int, dtype=None) -> SpherePoint:
@@ -61,4 +62,4 @@ def sample_uniform(key: PRNGKeyArray, shape: tuple[int, ...], d: int, dtype=None
 
 def norm_error(y: SpherePoint) -> Array:
     """Largest deviation ``max | |y_i| - 1 |`` over all points: the drift off the sphere."""
-    return jnp.max(jnp.abs(jnp.linalg.norm(y, axis=-1) - 1.0))
+    return jnp.max(jnp.abs(norm(y) - 1.0))

@@ -41,9 +41,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._attention import attention, attention_weights, small_matmul
+from ._attention import attention, attention_weights
 from ._geometry import project_tangent, retract
 from ._sde import SphereSDE
+from ._small import inner, small_matmul
 from ._typing import Array, PRNGKeyArray
 
 Noise = Literal["full", "span"]
@@ -143,7 +144,8 @@ def _noise_on_attention(tokens, weights, z, noise: Noise):
     """
     if noise == "full":
         return small_matmul(small_matmul(weights, tokens), z.T)
-    return weights @ gram_sqrt(tokens @ tokens.T) @ z.T
+    root = gram_sqrt(small_matmul(tokens, tokens.T))
+    return small_matmul(small_matmul(weights, root), z.T)
 
 
 def _noise_shape(noise: Noise, d: int, n: int | None) -> tuple[int, int]:
@@ -210,7 +212,7 @@ def transformer_sde(
 
     def drift(t, y, args):
         a = attention(y, beta, Q, K)
-        return mu * project_tangent(y, a) + c * jnp.sum(a * a, axis=-1, keepdims=True) * y
+        return mu * project_tangent(y, a) + c * inner(a, a) * y
 
     def diffusion(t, y, args, dw):
         w = attention_weights(y, beta, Q, K)
@@ -239,7 +241,7 @@ class NetworkResult(NamedTuple):
 def _layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius):
     """One Transformer layer for one trajectory: residual update, then normalization."""
     w = attention_weights(x, beta_eff, Q, K)
-    y = x + drift_step * (w @ x) + noise_step * _noise_on_attention(x, w, z, noise)
+    y = x + drift_step * small_matmul(w, x) + noise_step * _noise_on_attention(x, w, z, noise)
     return radius * retract(y)
 
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import diffrax
-import jax.numpy as jnp
 
 from .._geometry import exp_map, project_tangent
+from .._small import inner
 
 
 def _tangent_increment(terms, t, y, args, control):
@@ -23,7 +23,7 @@ def _transport(x, y, u):
     :math:`u - \frac{\langle y, u\rangle}{1 + \langle x, y\rangle}(x + y)`; ``x`` and
     ``y`` are not antipodal (they are one step apart).
     """
-    coef = jnp.sum(y * u, axis=-1, keepdims=True) / (1 + jnp.sum(x * y, axis=-1, keepdims=True))
+    coef = inner(y, u) / (1 + inner(x, y))
     return u - coef * (x + y)
 
 

@@ -212,7 +212,8 @@ def transformer_sde(
 
     def drift(t, y, args):
         a = attention(y, beta, Q, K)
-        return mu * project_tangent(y, a) + c * inner(a, a) * y
+        normal = c * inner(a, a) * y
+        return normal if mu == 0 else mu * project_tangent(y, a) + normal
 
     def diffusion(t, y, args, dw):
         w = attention_weights(y, beta, Q, K)

@@ -6,6 +6,7 @@ The public API is re-exported here explicitly; the modules behind it are private
 from . import two_token as two_token
 from ._attention import attention as attention
 from ._attention import attention_weights as attention_weights
+from ._brownian import WeakBrownianPath as WeakBrownianPath
 from ._geometry import (
     exp_map as exp_map,
 )

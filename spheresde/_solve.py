@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 
+from ._brownian import WeakBrownianPath
 from ._geometry import retract
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
@@ -22,7 +23,7 @@ class OffSphereWarning(UserWarning):
     """A starting point was not on the unit sphere and has been normalized."""
 
 
-_BROWNIAN_KINDS = ("unsafe", "virtual")
+_BROWNIAN_KINDS = ("unsafe", "virtual", "weak")
 
 
 def default_solver(convention: str) -> diffrax.AbstractSolver:
@@ -88,9 +89,12 @@ def solve(
     saveat
         ``diffrax.SaveAt``; default ``SaveAt(t1=True)``.
     brownian
-        ``"unsafe"``: ``diffrax.UnsafeBrownianPath``, fastest, fine for fixed steps;
-        ``"virtual"``: ``diffrax.VirtualBrownianTree`` with tolerance ``brownian_tol``
-        (default ``dt / 8``), a path that can be queried at any resolution; or any
+        ``"unsafe"``: ``diffrax.UnsafeBrownianPath``, Gaussian increments drawn per step,
+        fine for fixed steps; ``"weak"``: :class:`WeakBrownianPath`, increments
+        :math:`\pm\sqrt{\Delta t}` (weak order 1 kept, several times faster; for laws
+        and expectations only, never for pathwise errors); ``"virtual"``:
+        ``diffrax.VirtualBrownianTree`` with tolerance ``brownian_tol`` (default
+        ``dt / 8``), a path that can be queried at any resolution; or any
         Diffrax path over ``[t0, t1]`` with values of shape ``sde.noise_shape``, such as
         a ``VirtualBrownianTree`` or a ``LinearInterpolation`` of sampled Brownian
         values (how the same path is solved with several ``dt``).
@@ -154,8 +158,8 @@ def solve_batch(
         gains the paths axis.
     """
     if not isinstance(brownian, str):
-        raise TypeError("solve_batch: brownian must be 'unsafe' or 'virtual'; to reuse given "
-                        "paths, jax.vmap solve over them")
+        raise TypeError("solve_batch: brownian must be 'unsafe', 'weak' or 'virtual'; to reuse "
+                        "given paths, jax.vmap solve over them")
     stackable = _stackable(saveat)
     if stacked is None:
         stacked = stackable
@@ -210,6 +214,8 @@ def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwarg
         shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
         if kind == "unsafe":
             path = diffrax.UnsafeBrownianPath(shape=shape, key=key)
+        elif kind == "weak":
+            path = WeakBrownianPath(shape, key)
         else:
             path = diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
     else:
@@ -285,12 +291,12 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, *, batch):
         )
     if isinstance(brownian, str):
         if brownian not in _BROWNIAN_KINDS:
-            raise ValueError(f"brownian must be 'unsafe', 'virtual' or a Diffrax path, "
-                             f"got {brownian!r}")
+            raise ValueError(f"brownian must be 'unsafe', 'weak', 'virtual' or a Diffrax "
+                             f"path, got {brownian!r}")
         if key is None:
             raise ValueError("key is required (the Brownian path is drawn from it)")
     elif not isinstance(brownian, diffrax.AbstractPath):
-        raise TypeError(f"brownian must be 'unsafe', 'virtual' or a Diffrax path, "
+        raise TypeError(f"brownian must be 'unsafe', 'weak', 'virtual' or a Diffrax path, "
                         f"got {type(brownian).__name__}")
 
     ts = _grid(t0, t1, dt)

@@ -1,10 +1,11 @@
-"""Four answers to one question: how often do two uniform tokens end antipodal?
+"""Five answers to one question: how often do two uniform tokens end antipodal?
 
 The exact scale-function probability, the reduced SDE of rho (Monte Carlo in
-z = artanh rho), the particle SDE on (S^{d-1})^2 (spheresde.solve_batch, geodesic Euler)
-and the discrete network must agree, on both sides of beta_c(d). Every Monte Carlo
-estimate may differ from the exact value by 4 binomial standard errors plus its
-undecided fraction (paths not yet within tol = 1e-2 of rho = +-1 at the horizon).
+z = artanh rho), the particle SDE on (S^{d-1})^2 (spheresde.solve_batch, geodesic Euler,
+with Gaussian and with two-point increments) and the discrete network must agree, on
+both sides of beta_c(d). Every Monte Carlo estimate may differ from the exact value by
+4 binomial standard errors plus its undecided fraction (paths not yet within tol = 1e-2
+of rho = +-1 at the horizon).
 """
 
 import jax
@@ -39,19 +40,22 @@ def test_exact_reduced_particles_network_agree(d, beta):
     exact = float(two_token.antipodal_probability(beta, d))
     assert (exact > 0) == (beta > two_token.critical_beta(d))
     key = jax.random.key(100 * d + int(10 * beta))
-    k_rho, k_start, k_sde, k_net = jax.random.split(key, 4)
+    k_rho, k_start, k_sde, k_net, k_weak = jax.random.split(key, 5)
 
     # 8000 reduced paths: standard error <= 0.0056
     rho = two_token.simulate_rho(k_rho, beta, d, trajectories=8000, dt=1 / LAYERS,
                                  horizon=HORIZON, block=8)
     _check("reduced", two_token.rho_fractions(rho), exact)
 
-    # 1500 particle paths and 1500 network runs: standard error <= 0.013
+    # 1500 particle paths (twice) and 1500 network runs: standard error <= 0.013
     runs = 1500
     tokens0 = sample_uniform(k_start, (runs, 2), d)
     sde = transformer_sde(beta, d=d, noise="span", n=2)
     ys = solve_batch(sde, tokens0, 0.0, HORIZON, 1 / LAYERS, key=k_sde).ys[:, -1]
     _check("particles", outcome_fractions(ys), exact)
+    # The same with two-point increments (brownian="weak", weak order 1: the law only).
+    ys = solve_batch(sde, tokens0, 0.0, HORIZON, 1 / LAYERS, key=k_weak, brownian="weak").ys[:, -1]
+    _check("weak", outcome_fractions(ys), exact)
 
     net = simulate_network(k_net, tokens0, beta, layers=LAYERS, horizon=HORIZON,
                            trajectories=runs)

@@ -110,7 +110,7 @@ def test_not_a_sphere_sde():
 
 
 def test_bad_brownian():
-    with pytest.raises(ValueError, match="brownian must be 'unsafe', 'virtual'"):
+    with pytest.raises(ValueError, match="brownian must be 'unsafe', 'weak', 'virtual'"):
         _solve(brownian="fast")
     with pytest.raises(TypeError, match="brownian must be"):
         _solve(brownian=3)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._brownian import WeakBrownianPath
 from ._geometry import retract
@@ -130,6 +131,7 @@ def solve_batch(
     args=None,
     throw: bool = True,
     stacked: bool | None = None,
+    shard: bool | None = None,
     **diffeqsolve_kwargs,
 ) -> diffrax.Solution:
     """Independent sample paths, one per row of ``y0``, compiled once.
@@ -156,6 +158,13 @@ def solve_batch(
         :func:`solve` under ``jax.vmap``; path ``p`` uses ``jax.random.split(key,
         paths)[p]``, reproducible path by path, and every field of the ``Solution``
         gains the paths axis.
+
+    ``shard`` (stacked form only): split the paths over the local devices of JAX's default
+    backend (several GPUs, or the CPU cores made devices with
+    ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before JAX first runs).
+    The default ``None`` does so when there are several devices and they divide
+    ``paths``; ``True`` demands it. The random draws do not depend on the split (JAX's
+    partitionable Threefry), only the rounding of the arithmetic may.
     """
     if not isinstance(brownian, str):
         raise TypeError("solve_batch: brownian must be 'unsafe', 'weak' or 'virtual'; to reuse "
@@ -170,8 +179,11 @@ def solve_batch(
     solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=True)
     path_spec = _path_spec(brownian, brownian_tol, dt)
     if stacked:
+        sharding = _paths_sharding(y0.shape[0], shard)
         return _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw,
-                              diffeqsolve_kwargs)
+                              diffeqsolve_kwargs, sharding)
+    if shard:
+        raise ValueError("solve_batch: shard=True needs the stacked form (stacked=True)")
     keys = jr.split(key, y0.shape[0])
     return _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw,
                         diffeqsolve_kwargs)
@@ -257,9 +269,24 @@ def _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwar
     return jax.vmap(one)(y0, keys)
 
 
+def _paths_sharding(paths: int, shard: bool | None) -> NamedSharding | None:
+    """How to split ``paths`` over the local devices, or ``None`` for one device."""
+    if shard is False:
+        return None
+    devices = jax.local_devices()
+    if len(devices) > 1 and paths % len(devices) == 0:
+        return NamedSharding(Mesh(np.array(devices), ("paths",)), PartitionSpec("paths"))
+    if shard:
+        raise ValueError(f"solve_batch: shard=True needs several devices that divide the "
+                         f"{paths} paths; JAX has {len(devices)} ({devices[0].platform})")
+    return None
+
+
 @eqx.filter_jit
-def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs):
+def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs, sharding):
     paths = y0.shape[0]
+    if sharding is not None:
+        y0 = jax.lax.with_sharding_constraint(y0, sharding)
     sol = _diffeqsolve(stack_sde(sde, paths), solver, y0, ts, key, path_spec, saveat, args,
                        throw, kwargs)
     # Diffrax saves (times, paths, ...); give the paths axis first as the vmapped form does.

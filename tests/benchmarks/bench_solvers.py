@@ -62,6 +62,7 @@ Diffrax's loop cannot be unrolled from outside ``diffeqsolve``.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -72,12 +73,18 @@ parser.add_argument("--horizon", type=float, default=40.0)
 parser.add_argument("--dt", type=float, default=0.01)
 parser.add_argument("--float64", action="store_true", help="double precision (default float32)")
 parser.add_argument("--skip-numpy", action="store_true")
+parser.add_argument("--repeats", type=int, default=3,
+                    help="timed runs of every JAX variant, in rounds; the median is reported")
 parser.add_argument("--variants", action="store_true",
                     help="also time Retracted(Euler()) and the per-path (stacked=False) form")
 parser.add_argument("--key-impl", default="threefry2x32",
                     help="jax.random key implementation: threefry2x32, rbg or unsafe_rbg")
+parser.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
+                    help="CPU cores JAX runs as separate devices (default: all); solve_batch "
+                         "and (b) split the paths over them, NumPy uses one core")
 cli = parser.parse_args()
 jax.config.update("jax_enable_x64", cli.float64)
+jax.config.update("jax_num_cpu_devices", cli.cpu_devices)
 
 import diffrax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -85,8 +92,9 @@ import jax.random as jr  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spheresde  # noqa: E402
+from spheresde import WeakBrownianPath  # noqa: E402
 from spheresde._outcomes import ANTIPODAL, classify  # noqa: E402
-from spheresde._solve import stack_sde  # noqa: E402
+from spheresde._solve import _paths_sharding, stack_sde  # noqa: E402
 from spheresde._transformer import PureNoise, transformer_sde  # noqa: E402
 
 D, N, BETA, SIGMA = 4, 2, 2.0, 1.0
@@ -95,26 +103,37 @@ SDE = transformer_sde(BETA, PureNoise(SIGMA), d=D)
 SPAN_SDE = transformer_sde(BETA, PureNoise(SIGMA), d=D, noise="span", n=N)
 
 
-def timed(fn, *args):
-    """(compile seconds, run seconds, result): ahead-of-time compile, then one run."""
+def compiled(fn, *args):
+    """(compile seconds, the ahead-of-time compiled ``fn``) for these arguments."""
     start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return compile_s, time.perf_counter() - start, out
+    out = jax.jit(fn).lower(*args).compile()
+    return time.perf_counter() - start, out
 
 
-def run_solve_batch(solver, sde=SDE, stacked=True):
+def run_once(fn, *args):
+    """(wall seconds, result) of one call."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return time.perf_counter() - start, out
+
+
+def run_solve_batch(solver, sde=SDE, stacked=True, brownian="unsafe"):
     def fn(y0, key):
         return spheresde.solve_batch(sde, y0, 0.0, cli.horizon, cli.dt, key=key,
-                                     solver=solver, stacked=stacked).ys[:, -1]
+                                     solver=solver, stacked=stacked, brownian=brownian).ys[:, -1]
     return fn
 
 
-def run_diffrax_euler(y0, key):
+def split_paths(x):
+    """``x`` split over the devices along its first (paths) axis, as solve_batch does."""
+    sharding = _paths_sharding(x.shape[0], None)
+    return x if sharding is None else jax.lax.with_sharding_constraint(x, sharding)
+
+
+def run_diffrax_euler(y0, key, path_cls=diffrax.UnsafeBrownianPath):
+    y0 = split_paths(y0)
     stacked = stack_sde(SDE, y0.shape[0])
-    path = diffrax.UnsafeBrownianPath(jax.ShapeDtypeStruct(stacked.noise_shape, y0.dtype), key)
+    path = path_cls(jax.ShapeDtypeStruct(stacked.noise_shape, y0.dtype), key)
     sol = diffrax.diffeqsolve(
         stacked.terms(path), diffrax.Euler(), 0.0, cli.horizon, cli.dt, y0,
         saveat=diffrax.SaveAt(t1=True), adjoint=diffrax.ForwardMode(),
@@ -131,7 +150,7 @@ def jax_normals(key, paths):
     def body(i, acc):
         return acc + jr.normal(jr.fold_in(key, i), (paths, D, D), DTYPE)
 
-    return jax.lax.fori_loop(0, steps, body, jnp.zeros((paths, D, D), DTYPE))
+    return jax.lax.fori_loop(0, steps, body, split_paths(jnp.zeros((paths, D, D), DTYPE)))
 
 
 def numpy_normals(paths, seed):
@@ -160,14 +179,16 @@ def run_numpy(y0, seed):
     return x
 
 
-def summary(name, compile_s, wall, y1):
+def summary(name, compile_s, walls, y1):
+    """Print one row: the median and the spread of the wall times, and the outcome."""
     y1 = jnp.asarray(y1)
     antipodal = float(jnp.mean(classify(y1) == ANTIPODAL))
     se = np.sqrt(antipodal * (1 - antipodal) / y1.shape[0])
-    compile_s = f"{compile_s:7.2f}" if compile_s is not None else "      -"
-    print(f"{name:34s} wall {wall:7.2f} s  compile {compile_s} s  "
-          f"max norm error {float(spheresde.norm_error(y1)):.1e}  "
-          f"antipodal {antipodal:.3f} +- {se:.3f}")
+    compile_s = f"{compile_s:6.2f}" if compile_s is not None else "     -"
+    wall = float(np.median(walls))
+    spread = f"{min(walls):6.2f}-{max(walls):6.2f}" if len(walls) > 1 else " " * 13
+    print(f"{name:36s} wall {wall:6.2f} s ({spread})  compile {compile_s} s  "
+          f"norm err {float(spheresde.norm_error(y1)):.1e}  antipodal {antipodal:.3f} +- {se:.3f}")
     return wall
 
 
@@ -176,34 +197,56 @@ def main():
     y0 = spheresde.sample_uniform(key_y0, (cli.paths, N), D, dtype=DTYPE)
     print(f"n={N} d={D} beta={BETA} sigma={SIGMA} T={cli.horizon} dt={cli.dt} "
           f"paths={cli.paths} dtype={jnp.dtype(DTYPE).name} key={cli.key_impl} "
-          f"backend={jax.default_backend()}")
-    walls = {}
-    walls["a"] = summary("(a) default (GeodesicEuler)",
-                         *timed(run_solve_batch(None), y0, key_w))
-    walls["span"] = summary("(a-span) default, span noise",
-                            *timed(run_solve_batch(None, SPAN_SDE), y0, key_w))
+          f"backend={jax.default_backend()} devices={len(jax.devices())} "
+          f"repeats={cli.repeats} (median, min-max)")
+    variants = {
+        "a": ("(a) default (GeodesicEuler)", run_solve_batch(None)),
+        "span": ("(a-span) default, span noise", run_solve_batch(None, SPAN_SDE)),
+        "weak": ("(a-weak) default, two-point incr.", run_solve_batch(None, brownian="weak")),
+        "span_weak": ("(a-span-weak) span + two-point",
+                      run_solve_batch(None, SPAN_SDE, brownian="weak")),
+        "b": ("(b) diffrax.Euler + final normalize", run_diffrax_euler),
+        "b_weak": ("(b-weak) the same, two-point incr.",
+                   lambda y, k: run_diffrax_euler(y, k, WeakBrownianPath)),
+    }
     if cli.variants:
-        summary("(a') Retracted(diffrax.Euler())",
-                *timed(run_solve_batch(spheresde.Retracted(diffrax.Euler())), y0, key_w))
-        summary("(a-vmap) default, stacked=False",
-                *timed(run_solve_batch(None, stacked=False), y0, key_w))
-    walls["b"] = summary("(b) diffrax.Euler + final normalize",
-                         *timed(run_diffrax_euler, y0, key_w))
-    compile_s, walls["rng_jax"], _ = timed(lambda k: jax_normals(k, cli.paths), key_w)
-    print(f"{'JAX normals alone':34s} wall {walls['rng_jax']:7.2f} s  compile {compile_s:7.2f} s")
+        variants["retracted"] = ("(a') Retracted(diffrax.Euler())",
+                                 run_solve_batch(spheresde.Retracted(diffrax.Euler())))
+        variants["vmap"] = ("(a-vmap) default, stacked=False",
+                            run_solve_batch(None, stacked=False))
+    programs = {k: compiled(fn, y0, key_w) for k, (_, fn) in variants.items()}
+    rng_compile, rng_program = compiled(lambda k: jax_normals(k, cli.paths), key_w)
+    # Rounds over all variants, so that a slow spell of the machine hits them alike.
+    times = {k: [] for k in [*variants, "rng_jax"]}
+    results = {}
+    for _ in range(cli.repeats):
+        for k, (_, program) in programs.items():
+            wall, results[k] = run_once(program, y0, key_w)
+            times[k].append(wall)
+        times["rng_jax"].append(run_once(rng_program, key_w)[0])
+    walls = {k: summary(name, programs[k][0], times[k], results[k])
+             for k, (name, _) in variants.items()}
+    walls["rng_jax"] = float(np.median(times["rng_jax"]))
+    print(f"{'JAX normals alone':36s} wall {walls['rng_jax']:6.2f} s "
+          f"({min(times['rng_jax']):6.2f}-{max(times['rng_jax']):6.2f})  "
+          f"compile {rng_compile:6.2f} s")
     if not cli.skip_numpy:
         start = time.perf_counter()
         numpy_normals(cli.paths, 1)
         walls["rng_np"] = time.perf_counter() - start
-        print(f"{'NumPy normals alone (float64)':34s} wall {walls['rng_np']:7.2f} s")
+        print(f"{'NumPy normals alone (float64)':36s} wall {walls['rng_np']:6.2f} s")
         start = time.perf_counter()
         y_np = run_numpy(np.asarray(y0), 0)
-        walls["c"] = summary("(c) NumPy loop (float64)", None, time.perf_counter() - start, y_np)
-    print(f"ratio wall (a)/(b) = {walls['a'] / walls['b']:.2f}")
+        walls["c"] = summary("(c) NumPy loop (float64, one run)", None,
+                             [time.perf_counter() - start], y_np)
+    print(f"ratio wall (a)/(b) = {walls['a'] / walls['b']:.2f}, "
+          f"(a-weak)/(b-weak) = {walls['weak'] / walls['b_weak']:.2f}")
     if "c" in walls:
         print(f"speed-up (c)/(a) = {walls['c'] / walls['a']:.1f}x, "
-              f"(c)/(a-span) = {walls['c'] / walls['span']:.1f}x; "
-              f"bound from the normals alone (c)/(JAX normals) = "
+              f"(c)/(a-span) = {walls['c'] / walls['span']:.1f}x, "
+              f"(c)/(a-weak) = {walls['c'] / walls['weak']:.1f}x, "
+              f"(c)/(a-span-weak) = {walls['c'] / walls['span_weak']:.1f}x; "
+              f"bound for Gaussian draws (c)/(JAX normals) = "
               f"{walls['c'] / walls['rng_jax']:.1f}x")
 
 

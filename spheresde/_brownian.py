@@ -70,6 +70,11 @@ class WeakBrownianPath(diffrax.AbstractBrownianPath):
         return jnp.inf
 
     def evaluate(self, t0, t1=None, left: bool = True, use_levy: bool = False) -> Array:
+        """The increment over ``[t0, t1]`` (over ``[0, t0]`` when ``t1`` is ``None``).
+
+        ``left`` is ignored (a two-point increment has no sides); ``use_levy=True`` is
+        an error, there being no Levy area.
+        """
         del left
         if use_levy:
             raise ValueError("WeakBrownianPath has no Levy area (solvers that need it, such "

@@ -8,55 +8,64 @@ uniform tokens:
     ``diffeqsolve`` on the stacked state (paths, n, d), one Brownian path of shape
     (paths, d, d); (a-span) the same on the ``noise="span"`` form of the SDE (d x n
     normals per step instead of d x d: the same law for one-evaluation Ito steps,
-    DESIGN "span trick"). With ``--variants`` also ``Retracted(diffrax.Euler())`` and
-    the per-path form ``solve_batch(..., stacked=False)`` (jax.vmap of ``solve``);
+    DESIGN "span trick"); (a-weak), (a-span-weak) the same with ``brownian="weak"``
+    (two-point increments, one random bit per entry: weak order 1, the law only). With
+    ``--variants`` also ``Retracted(diffrax.Euler())`` and the per-path form
+    ``solve_batch(..., stacked=False)`` (jax.vmap of ``solve``);
 (b) ``diffrax.Euler`` on the same stacked SDE (``diffrax.diffeqsolve`` with
-    ConstantStepSize, UnsafeBrownianPath), normalized only at the end;
+    ConstantStepSize, UnsafeBrownianPath), normalized only at the end; (b-weak) the
+    same driven by ``spheresde.WeakBrownianPath``;
 (c) a straightforward NumPy loop: per step, Euler--Maruyama then normalization,
-    vectorized over paths (float64, NumPy's default generator).
+    vectorized over paths (float64, NumPy's default generator, one core).
 
 Two more rows bound what is possible: the time to draw the same normals alone, one
 (paths, d, d) array per step, in JAX (inside one jitted ``fori_loop``) and in NumPy.
 Wall times exclude compilation (ahead of time, ``jax.jit(...).lower(...).compile()``),
-which is reported separately. (Inside ``jax.jit`` the starts are tracers, so
-``solve_batch`` skips its value checks there; they are shape checks only.)
-Run explicitly (it is not a test)::
+which is reported separately; every JAX variant runs ``--repeats`` times in interleaved
+rounds and the median is reported (single runs on the development machine varied by
+up to 30%). JAX sees ``--cpu-devices`` devices (default: every core), and
+``solve_batch`` (and, for a fair comparison, (b)) split the paths over them. (Inside
+``jax.jit`` the starts are tracers, so ``solve_batch`` skips its value checks there;
+they are shape checks only.) Run explicitly (it is not a test)::
 
     python tests/benchmarks/bench_solvers.py [--paths 4000] [--float64] [--variants]
-        [--key-impl unsafe_rbg]
+        [--key-impl unsafe_rbg] [--cpu-devices 1] [--repeats 3]
 
-One run on the development machine (CPU, 2 idle cores, float32, threefry keys;
-2026-11-29 22:10 UTC), after the attention contractions became fused multiply-sums
-(``spheresde._attention.small_matmul``)::
+The development machine (2 idle cores, float32, threefry keys, 2026-11-29 23:50 UTC),
+default ``--cpu-devices 2``; wall seconds, median of 3 (min-max)::
 
-    variant                               wall s  compile s  max norm err  antipodal
-    (a)      default (GeodesicEuler)        22.2       2.6      3.6e-07   0.290 +- 0.007
-    (a-span) default, span noise            17.3       1.8      3.6e-07   0.277 +- 0.007
-    (b)      diffrax.Euler + final norm.    18.4       2.1      1.8e-07   0.281 +- 0.007
-    JAX normals alone (256 M, float32)       6.2       1.0
-    NumPy normals alone (256 M, float64)     4.4
-    (c)      NumPy loop (float64)           26.3         -      6.0e-08   0.281 +- 0.007
-    (a)/(b) = 1.21; (c)/(a) = 1.2x, (c)/(a-span) = 1.5x.
+    (a)           default (GeodesicEuler)        6.43  (6.37-6.60)   norm err 1.8e-7
+    (a-span)      span noise                     5.52  (5.48-5.77)   norm err 1.8e-7
+    (a-weak)      two-point increments           1.26  (1.26-1.28)   norm err 1.8e-7
+    (a-span-weak) span + two-point               1.44  (1.41-1.47)   norm err 1.8e-7
+    (b)           diffrax.Euler + final norm.    8.84  (8.79-9.24)
+    (b-weak)      the same, two-point            1.13  (1.13-1.21)
+    JAX normals alone (256 M)                    5.38
+    NumPy normals alone (256 M, float64)         4.30
+    (c)           NumPy loop (one run)          26.16
+    (a)/(b) = 0.73, (a-weak)/(b-weak) = 1.12; (c)/(a) = 4.1x, (c)/(a-span) = 4.7x,
+    (c)/(a-weak) = 20.7x, (c)/(a-span-weak) = 18.2x; bound (c)/(JAX normals) = 4.9x.
+    Antipodal fractions 0.277-0.290, +- 0.007 each (exact: 0.2811).
 
-The same idle machine before that change: (a) 35.7 s, (a-span) 12.7 s, (b) 34.0 s,
-(c) 26.5 s. The change made (a) 1.6x faster and (a-span) 1.36x slower (not understood;
-the span noise keeps ``@``). The 20x target over NumPy is out of reach on this CPU:
-drawing (a)'s normals alone in JAX takes a quarter of NumPy's whole loop, so no JAX
-scheme with these draws can beat (c) by more than ~4x; the remaining gap is per-step
-work of Diffrax's loop on tiny (2 x 4) blocks. Stacking the paths (one diffeqsolve on
-the (paths, n, d) state) instead of ``jax.vmap`` of one-path solves also helped.
-A second run at T = 10 (same machine, minutes later): (a) 10.4 s, (a-span) 4.1 s,
-(b) 9.7 s, JAX normals 3.1 s, NumPy normals 1.1 s, (c) 6.9 s: (a)/(b) = 1.06,
-(c)/(a) = 0.7x, (c)/(a-span) = 1.7x, bound 2.2x.
+``--cpu-devices 1``, minutes later (the one-device runs were the noisy ones): (a) 10.65
+(7.74-12.37), (a-span) 7.38, (a-weak) 2.84 (2.15-3.36), (a-span-weak) 2.50, (b) 10.41
+(10.15-15.53), (b-weak) 1.89, JAX normals 8.62, (c) 26.98: (a)/(b) = 1.02,
+(c)/(a-weak) = 9.5x.
 
-Also tried at T = 10 (one process each, 1,000 steps, 4,000 paths): keys
-``unsafe_rbg`` 11.4 s vs threefry 10.0 s (no gain; ``rbg`` draws slower still);
-a GeodesicEuler step with fewer reductions, and ``Retracted(Euler())``, within 1% of
-GeodesicEuler (the step is not the cost); the attention and ``dW A_i`` of
-``transformer_sde`` written as broadcast-multiply-sums instead of ``@`` (which, once
-vmapped over paths, becomes XLA batched matmuls of 2x2 and 2x4 blocks): 7.3 s vs
-10.0 s, the one change that helped, in ``spheresde/_transformer.py`` (not done here).
-Diffrax's loop cannot be unrolled from outside ``diffeqsolve``.
+How the time came down (the previous record, 2026-11-29 22:10, one device: (a) 22.2 s,
+(b) 18.4 s, (c) 26.3 s): sums over the axes of length d and n written as sums of
+slices (``spheresde._small``), which XLA on CPU vectorizes over the paths where it
+compiled ``jnp.sum`` and ``@`` on 2 x 4 blocks into slow loops; the geodesic step
+without the division of ``project_tangent`` (a Newton factor for 1/|y| keeps rounding
+from accumulating instead); two-point increments (drawing normals is most of the cost
+with Gaussian noise: JAX's normals alone take 5.4 s of (a)'s 6.4 s); and the split over
+the two cores. The 20x target over NumPy is reached with two-point increments only:
+with Gaussian draws no JAX scheme can beat (c) by more than the bound (c)/(JAX normals),
+5x here. Tried without gain: ``unsafe_rbg``/``rbg`` keys; XLA flags (fast math, vector
+width, fusion emitters); vmapping the SDE over a last paths axis (JAX's batching rules
+move the batch axis back to the front); the normals drawn as (d, d, paths) and
+transposed were faster alone (1.0 s vs 1.5 s per 1,000 steps) but are not Diffrax's
+path. Diffrax's own loop costs about 10 us a step (4,000 steps of 8 paths: 0.04 s).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Two-point ("weak") Brownian increments: the law-only driver for fixed-step Ito runs."""
+"""Two-point ("weak") Brownian increments: the law-only driver for fixed-step runs."""
 
 from __future__ import annotations
 

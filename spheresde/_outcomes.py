@@ -1,13 +1,19 @@
-r"""What a configuration of tokens has become after the horizon (``MODEL.md`` section 5).
+r"""What a configuration of tokens has become after the horizon.
+
+The classification (stated in :doc:`/theory/discrete_model`, section *Outcomes*):
 
 - single cluster: every pairwise :math:`\langle X_i, X_j\rangle > 1 - \mathrm{tol}`;
 - antipodal: every :math:`|\langle X_i, X_j\rangle| > 1 - \mathrm{tol}`, both signs present;
 - undecided: anything else. Its fraction is always reported, never dropped.
+
+Every Monte Carlo result of the package ends as outcome codes, and
+:func:`fractions_from_codes` is the one place that turns codes into fractions with their
+binomial standard errors (:func:`binomial_stderr`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,13 +25,27 @@ ANTIPODAL = 1
 UNDECIDED = 2
 OUTCOME_NAMES = ("single", "antipodal", "undecided")
 
+DEFAULT_TOL = 1e-2
+"""Default outcome tolerance on :math:`1 - |\\langle X_i, X_j\\rangle|` (used everywhere)."""
+
+
+def binomial_stderr(p, count: int | None):
+    r"""Standard error :math:`\sqrt{p(1-p)/N}` of a fraction ``p`` of ``count`` samples.
+
+    ``count=None`` marks an exact probability (no sampling): the error is 0.
+    """
+    p = np.asarray(p, dtype=float)
+    if count is None:
+        return np.zeros_like(p)
+    return np.sqrt(p * (1 - p) / count)
+
 
 def _gram(tokens: Array) -> Array:
     unit = tokens / jnp.linalg.norm(tokens, axis=-1, keepdims=True)
     return jnp.einsum("...id,...jd->...ij", unit, unit)
 
 
-def classify_gram(gram: Array, tol: float = 1e-2) -> Array:
+def classify_gram(gram: Array, tol: float = DEFAULT_TOL) -> Array:
     """Outcome codes from Gram matrices ``(..., n, n)`` of unit tokens (see :func:`classify`)."""
     n = gram.shape[-1]
     off = ~jnp.eye(n, dtype=bool)
@@ -35,7 +55,17 @@ def classify_gram(gram: Array, tol: float = 1e-2) -> Array:
     return jnp.where(single, SINGLE, jnp.where(aligned & opposite, ANTIPODAL, UNDECIDED))
 
 
-def classify(tokens: Array, tol: float = 1e-2) -> Array:
+def classify_rho(rho, tol: float = DEFAULT_TOL) -> np.ndarray:
+    r"""Outcome codes of two tokens from their inner products :math:`\rho` (any shape).
+
+    The same rule as :func:`classify` for ``n = 2``: single if :math:`\rho > 1 - \mathrm{tol}`,
+    antipodal if :math:`\rho < -(1 - \mathrm{tol})`, undecided otherwise.
+    """
+    rho = np.asarray(rho)
+    return np.where(rho > 1 - tol, SINGLE, np.where(rho < -(1 - tol), ANTIPODAL, UNDECIDED))
+
+
+def classify(tokens: Array, tol: float = DEFAULT_TOL) -> Array:
     r"""Outcome code of each configuration: :data:`SINGLE`, :data:`ANTIPODAL` or :data:`UNDECIDED`.
 
     Parameters
@@ -53,29 +83,61 @@ def classify(tokens: Array, tol: float = 1e-2) -> Array:
     return classify_gram(_gram(tokens), tol)
 
 
-class OutcomeFractions(NamedTuple):
-    """Fractions of the three outcomes with binomial standard errors ``sqrt(p(1-p)/N)``."""
+@dataclass(frozen=True)
+class OutcomeFractions:
+    """Fractions of the three outcomes, with binomial standard errors.
 
-    single: float
-    antipodal: float
-    undecided: float
-    single_se: float
-    antipodal_se: float
-    undecided_se: float
-    count: int
+    Built by :func:`fractions_from_codes` (or :meth:`exact` for limit probabilities). The
+    fractions are NumPy arrays over the leading (grid) axes of the codes: 0-d for one
+    batch, so ``float(f.antipodal)`` works; ``count`` is the number of samples behind
+    each fraction, ``None`` for exact probabilities (standard errors 0).
+    """
+
+    single: np.ndarray
+    antipodal: np.ndarray
+    undecided: np.ndarray
+    count: int | None
+
+    @classmethod
+    def exact(cls, antipodal) -> OutcomeFractions:
+        """Limit probabilities of two tokens: every path ends single or antipodal."""
+        p = np.asarray(antipodal, dtype=float)
+        return cls(1.0 - p, p, np.zeros_like(p), None)
+
+    @property
+    def single_se(self) -> np.ndarray:
+        """Standard error of :attr:`single`."""
+        return binomial_stderr(self.single, self.count)
+
+    @property
+    def antipodal_se(self) -> np.ndarray:
+        """Standard error of :attr:`antipodal`."""
+        return binomial_stderr(self.antipodal, self.count)
+
+    @property
+    def undecided_se(self) -> np.ndarray:
+        """Standard error of :attr:`undecided`."""
+        return binomial_stderr(self.undecided, self.count)
+
+    def dominant(self) -> np.ndarray:
+        """Name of the most frequent outcome (ties: the first of single, antipodal,
+        undecided), an array of strings over the grid axes."""
+        stacked = np.stack([self.single, self.antipodal, self.undecided])
+        return np.asarray(OUTCOME_NAMES)[np.argmax(stacked, axis=0)]
 
 
 def fractions_from_codes(codes) -> OutcomeFractions:
-    """:class:`OutcomeFractions` of an array of outcome codes."""
-    codes = np.asarray(codes).ravel()
-    count = codes.size
-    p = np.array([np.mean(codes == c) for c in (SINGLE, ANTIPODAL, UNDECIDED)])
-    se = np.sqrt(p * (1 - p) / count)
-    return OutcomeFractions(*(float(v) for v in p), *(float(v) for v in se), count)
+    """:class:`OutcomeFractions` of outcome codes; the last axis holds the samples."""
+    codes = np.asarray(codes)
+    if codes.ndim == 0 or codes.shape[-1] == 0:
+        raise ValueError("fractions_from_codes needs at least one sample on the last axis")
+    single, antipodal, undecided = (np.mean(codes == c, axis=-1)
+                                    for c in (SINGLE, ANTIPODAL, UNDECIDED))
+    return OutcomeFractions(single, antipodal, undecided, codes.shape[-1])
 
 
-def outcome_fractions(tokens: Array, tol: float = 1e-2) -> OutcomeFractions:
-    """Fractions of single / antipodal / undecided configurations in a batch ``(N, n, d)``."""
+def outcome_fractions(tokens: Array, tol: float = DEFAULT_TOL) -> OutcomeFractions:
+    """Fractions of single / antipodal / undecided configurations in a batch ``(..., N, n, d)``."""
     return fractions_from_codes(classify(tokens, tol))
 
 
@@ -95,12 +157,15 @@ def cluster_sizes(tokens: Array) -> Array:
 
 __all__ = [
     "ANTIPODAL",
+    "DEFAULT_TOL",
     "OUTCOME_NAMES",
     "SINGLE",
     "UNDECIDED",
     "OutcomeFractions",
+    "binomial_stderr",
     "classify",
     "classify_gram",
+    "classify_rho",
     "cluster_sizes",
     "fractions_from_codes",
     "outcome_fractions",

@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
-from ._outcomes import OutcomeFractions
+from ._outcomes import DEFAULT_TOL, OutcomeFractions, classify_rho, fractions_from_codes
 
 __all__ = [
     "antipodal_probability",
@@ -426,17 +426,11 @@ def simulate_rho(key, beta, d, *, trajectories: int, dt: float, horizon: float, 
     return rho.reshape(lanes)
 
 
-def rho_fractions(rho, tol: float = 1e-2) -> OutcomeFractions:
+def rho_fractions(rho, tol: float = DEFAULT_TOL) -> OutcomeFractions:
     r"""Outcome fractions of final inner products ``rho`` (last axis: trajectories).
 
     Single: :math:`\rho > 1 - \mathrm{tol}`; antipodal: :math:`\rho < -(1 - \mathrm{tol})`;
-    undecided otherwise (as :func:`spheresde.classify` for two tokens). Fields are arrays
+    undecided otherwise (:func:`spheresde.classify` for two tokens). Fields are arrays
     over the leading (grid) axes, with binomial standard errors.
     """
-    rho = np.asarray(rho)
-    count = rho.shape[-1]
-    single, antipodal = rho > 1 - tol, rho < -(1 - tol)
-    p = [np.mean(m, axis=-1) for m in (single, antipodal, ~(single | antipodal))]
-    se = [np.sqrt(q * (1 - q) / count) for q in p]
-    return OutcomeFractions(*p, *se, count)
-
+    return fractions_from_codes(classify_rho(rho, tol))

@@ -1,7 +1,8 @@
 """Convergence orders of every solver, measured against theory.
 
 Weak: Brownian motion on S^{d-1}, :math:`E\\langle X_t, X_0\\rangle = e^{-(d-1)t/2}`.
-Strong: the two-token Transformer SDE (MODEL.md section 2), non-commuting d x d noise.
+Strong: the two-token Transformer SDE (docs: /theory/discrete_model and /theory/limit_sde),
+non-commuting d x d noise.
 """
 
 import functools
@@ -22,7 +23,7 @@ from helpers import (
 )
 
 import spheresde
-from spheresde._transformer import PureNoise, transformer_sde
+from spheresde import PureNoise, transformer_sde
 
 
 def _weak_order(solver):

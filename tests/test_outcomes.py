@@ -1,4 +1,5 @@
-"""Outcome classification of token configurations (MODEL.md section 5)."""
+"""Outcome classification of token configurations, as specified in the docs page
+/theory/discrete_model, section "Outcomes" (label ``outcomes``)."""
 
 import jax.numpy as jnp
 import numpy as np

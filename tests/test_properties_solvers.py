@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spheresde
-from spheresde._transformer import PureNoise, transformer_sde
+from spheresde import PureNoise, transformer_sde
 
 
 def _run_steps(solver, sde, y0, key, steps, dt):

@@ -47,7 +47,8 @@ sde = spheresde.SphereSDE(drift, diffusion, noise_shape=(3,), convention="strato
 # %%
 # Solve from uniform starts
 # -------------------------
-# The default solver for a Stratonovich SDE is :class:`spheresde.GeodesicHeun`.
+# The default solver for a Stratonovich SDE is :class:`spheresde.GeodesicMidpoint`
+# (:func:`spheresde.default_solver`).
 # Starting from uniform points, by time :math:`t = 4` the law has relaxed (the spectral
 # gap of the sphere's Laplacian on :math:`S^2` is 1, i.e. correlation time of order 1).
 kappa, mu = 3.0, jnp.array([0.0, 0.0, 1.0])

@@ -28,6 +28,9 @@ from ._geometry import (
 from ._geometry import (
     sample_uniform as sample_uniform,
 )
+from ._limit import transformer_sde as transformer_sde
+from ._network import NetworkResult as NetworkResult
+from ._network import simulate_network as simulate_network
 from ._outcomes import ANTIPODAL as ANTIPODAL
 from ._outcomes import SINGLE as SINGLE
 from ._outcomes import UNDECIDED as UNDECIDED
@@ -41,13 +44,12 @@ from ._solve import default_solver as default_solver
 from ._solve import solve as solve
 from ._solve import solve_batch as solve_batch
 from ._solve import solver_convention as solver_convention
-from ._transformer import ConstantWeights as ConstantWeights
-from ._transformer import Hybrid as Hybrid
-from ._transformer import NetworkResult as NetworkResult
-from ._transformer import PureNoise as PureNoise
-from ._transformer import simulate_network as simulate_network
-from ._transformer import transformer_sde as transformer_sde
-from ._transformer import weak_error_vs_layers as weak_error_vs_layers
+from ._weights import AbstractWeights as AbstractWeights
+from ._weights import ConstantWeights as ConstantWeights
+from ._weights import Hybrid as Hybrid
+from ._weights import PureNoise as PureNoise
+from .experiments._weak_error import WeakErrors as WeakErrors
+from .experiments._weak_error import weak_error_vs_layers as weak_error_vs_layers
 from .solvers import GeodesicEuler as GeodesicEuler
 from .solvers import GeodesicHeun as GeodesicHeun
 from .solvers import GeodesicMidpoint as GeodesicMidpoint

@@ -1,14 +1,37 @@
-"""Array type aliases shared across the package (jaxtyping)."""
+"""Array type aliases shared across the package (jaxtyping).
+
+The annotations are checked at test time by jaxtyping's pytest hook with beartype (as
+Diffrax does), not at run time: they document shapes and may be trusted by readers.
+"""
 
 from __future__ import annotations
 
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from collections.abc import Sequence
+
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray, Real, UInt32
 
 Token = Float[Array, " d"]
 Tokens = Float[Array, "n d"]
 SpherePoint = Float[Array, "*batch d"]
 Scalar = Float[ArrayLike, ""]
+RealScalar = Real[ArrayLike, ""]
+"""A real number: a Python ``int`` or ``float``, or a 0-d array (``beta``, ``sigma``)."""
+RealGrid = Real[ArrayLike, "..."] | Sequence[Real[ArrayLike, ""]]
+"""Real numbers that broadcast against each other (the grid arguments of ``two_token``)."""
+FloatGrid = Float[ArrayLike, "..."]
+"""Values over such a grid: a NumPy array, or a scalar for scalar arguments."""
+FloatNumpy = Float[np.ndarray, "..."]
+"""A NumPy array of floats, any shape (results computed on the host)."""
+FloatArray = Float[Array, "..."]
+"""A JAX array of floats, any shape."""
+Words = UInt32[Array, "..."]
+"""Random ``uint32`` words, any shape."""
+Matrix = Float[ArrayLike, "d d"]
+"""A ``(d, d)`` matrix such as the query and key matrices ``Q`` and ``K``."""
 
 __all__ = [
-    "Array", "ArrayLike", "Float", "PRNGKeyArray", "Scalar", "SpherePoint", "Token", "Tokens"
+    "Array", "ArrayLike", "Float", "FloatArray", "FloatGrid", "FloatNumpy", "Matrix",
+    "PRNGKeyArray", "Real", "RealGrid", "RealScalar", "Scalar", "SpherePoint", "Token", "Tokens",
+    "UInt32", "Words",
 ]

@@ -19,7 +19,8 @@ from spheresde import (
     solve_batch,
     transformer_sde,
 )
-from spheresde._transformer import _layer, gram_sqrt
+from spheresde._network import layer
+from spheresde._noise import gram_sqrt
 
 
 def _tokens(key, n, d):
@@ -142,7 +143,7 @@ def test_one_layer_matches_the_definition(getkey):
     x = _tokens(getkey(), 3, 5)
     z = jax.random.normal(getkey(), (5, 5))
     sigma, L, beta = 0.9, 50, 1.7
-    out = _layer(x, z, beta, None, None, 0.0, sigma / np.sqrt(L), "full", 1.0)
+    out = layer(x, z, beta, None, None, 0.0, sigma / np.sqrt(L), "full", 1.0)
     assert np.allclose(out, _numpy_layer(np.asarray(x), sigma * np.asarray(z), beta, L), atol=1e-12)
 
 
@@ -187,7 +188,7 @@ def test_theorem_1_weak_error_decreases_like_one_over_layers():
     # 8000 coupled paths (network and fine SDE driven by one Brownian path each), d = 2,
     # beta = 1, T = 1, reference step 1/640. Standard errors at L = 10 are ~0.003, the
     # error of E rho^2 there ~0.04; weak order 1 is asserted within +-0.3.
-    from spheresde._transformer import weak_error_vs_layers
+    from spheresde import weak_error_vs_layers
 
     out = weak_error_vs_layers(jax.random.key(11), paths=8000, reference_factor=4)
     err, se = out.errors[:, 1], out.standard_errors[:, 1]
@@ -195,3 +196,22 @@ def test_theorem_1_weak_error_decreases_like_one_over_layers():
     assert np.all(np.diff(err) < 2 * se[1:])
     assert err[-1] < err[0] / 5
     assert abs(out.rates[1] - 1.0) < 0.3
+
+
+def test_abstract_weights_cannot_be_created():
+    # Abstract-or-final: AbstractWeights only declares layer_steps and limit.
+    from spheresde import AbstractWeights
+
+    with pytest.raises(TypeError):
+        AbstractWeights()
+
+
+def test_weight_models_steps():
+    # The diffusive models scale the drift by 1/L and the noise by 1/sqrt(L); constant
+    # weights step the ODE by 1/sqrt(L) in its own time.
+    L = 25
+    assert PureNoise(0.5).layer_steps(L) == (0.0, 0.5 / 5)
+    assert Hybrid(2.0, 0.3).layer_steps(L) == (2.0 / 25, 0.3 / 5)
+    assert Hybrid(2.0, 0.3).limit() == (2.0, 0.3)
+    assert ConstantWeights().layer_steps(L) == (1 / 5, 0.0)
+    assert ConstantWeights().limit() == (1.0, 0.0)

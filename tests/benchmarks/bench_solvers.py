@@ -1,4 +1,4 @@
-"""Benchmark: the two-token Transformer SDE (MODEL.md section 2) with three integrators.
+"""Benchmark: the two-token Transformer SDE (docs: theory pages) with three integrators.
 
 n = 2 tokens on S^3 (d = 4), beta = 2, sigma = 1 (pure noise, full d x d noise),
 horizon T = 40, dt = 0.01 (4,000 steps), 4,000 independent paths from independent
@@ -101,10 +101,13 @@ import jax.random as jr  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spheresde  # noqa: E402
-from spheresde import WeakBrownianPath  # noqa: E402
+from spheresde import (  # noqa: E402
+    PureNoise,
+    WeakBrownianPath,
+    transformer_sde,
+)
 from spheresde._outcomes import ANTIPODAL, classify  # noqa: E402
 from spheresde._solve import _paths_sharding, stack_sde  # noqa: E402
-from spheresde._transformer import PureNoise, transformer_sde  # noqa: E402
 
 D, N, BETA, SIGMA = 4, 2, 2.0, 1.0
 DTYPE = jnp.float64 if cli.float64 else jnp.float32

@@ -1,0 +1,157 @@
+r"""The discrete deep stochastic Transformer: many trajectories of ``L``-layer networks.
+
+One layer maps every token by :math:`Y_i = X_i + L^{-1/2} V_k A_i`,
+:math:`X_i' = Y_i / |Y_i|`, with :math:`A_i = \sum_j \operatorname{softmax}_j
+(\beta \langle Q X_i, K X_j\rangle) X_j` and ONE matrix :math:`V_k` shared by all
+tokens of layer :math:`k`. Layer :math:`k` stands at depth-time :math:`t = k/L`; a
+horizon :math:`T` is :math:`\operatorname{round}(T L)` layers (the paper's Figure 3:
+:math:`L = 100`, :math:`T = 500`). These are the conventions of
+:doc:`/theory/discrete_model`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._attention import attention_weights
+from ._geometry import retract
+from ._noise import Noise, noise_on_attention, noise_shape
+from ._small import small_matmul
+from ._typing import Array, ArrayLike, Float, Matrix, PRNGKeyArray, RealScalar
+from ._weights import AbstractWeights, PureNoise
+
+
+class NetworkResult(NamedTuple):
+    """Output of :func:`simulate_network`.
+
+    ``tokens``: final tokens ``(trajectories, n, d)`` (at the requested radius);
+    ``times``: depth-times of the saved Gram matrices ``(n_saves,)`` or ``None``;
+    ``gram``: :math:`\\langle X_i, X_j\\rangle` of unit tokens,
+    ``(trajectories, n_saves, n, n)``, or ``None``.
+    """
+
+    tokens: Float[Array, "trajectories n d"]
+    times: Float[Array, " saves"] | None
+    gram: Float[Array, "trajectories saves n n"] | None
+
+
+def layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius):
+    """One Transformer layer for one trajectory: residual update, then normalization.
+
+    ``z`` is the layer's standard noise (``noise_shape(noise, d, n)``), ``beta_eff`` the
+    inverse temperature of the logits at this radius.
+    """
+    w = attention_weights(x, beta_eff, Q, K)
+    y = x + drift_step * small_matmul(w, x) + noise_step * noise_on_attention(x, w, z, noise)
+    return radius * retract(y)
+
+
+def simulate_network(
+    key: PRNGKeyArray,
+    tokens0: Float[ArrayLike, "*trajectories n d"],
+    beta: RealScalar,
+    weights: AbstractWeights | None = None,
+    *,
+    layers: int,
+    horizon: float,
+    trajectories: int,
+    Q: Matrix | None = None,
+    K: Matrix | None = None,
+    radius: Literal["unit", "sqrt_d"] = "unit",
+    save_every: int | None = None,
+    noise: Noise | None = None,
+) -> NetworkResult:
+    r"""Run the discrete deep network: ``round(horizon * layers)`` layers, many trajectories.
+
+    A ``jax.lax.scan`` over layers of a layer ``vmap``-ped over trajectories (one
+    compiled program, no host synchronization). The matrix :math:`V_k` is fresh for
+    every layer and trajectory and shared by the tokens.
+
+    Parameters
+    ----------
+    key
+        PRNG key.
+    tokens0
+        Initial tokens, ``(n, d)`` (common start) or ``(trajectories, n, d)``, at the
+        chosen radius.
+    beta
+        Inverse temperature. With ``radius="sqrt_d"`` (token-wise RMS normalization:
+        tokens of norm :math:`\sqrt d`) the logits are :math:`\beta\langle Q x, K y\rangle / d`
+        and the normalization is :math:`\sqrt d\, Y/|Y|`, so the run is exactly the unit
+        sphere run scaled by :math:`\sqrt d` (same :math:`\beta`, same law).
+    weights
+        :class:`PureNoise` (default), :class:`Hybrid` or :class:`ConstantWeights`.
+    layers
+        :math:`L`, layers per unit of depth-time (step :math:`1/L`).
+    horizon
+        :math:`T`, depth-time.
+    trajectories
+        Independent runs.
+    Q, K
+        Query and key matrices (identity by default).
+    radius
+        ``"unit"`` or ``"sqrt_d"``.
+    save_every
+        Save the Gram matrix of the (unit) tokens every this many layers (must divide
+        the number of layers); ``None`` saves nothing.
+    noise
+        ``"span"`` draws only :math:`V X^\top` (``d x n`` normals, exact in law: the span
+        trick of :doc:`/theory/limit_sde`); ``"full"`` draws all of :math:`V`
+        (``d x d``). Default: ``"span"`` when ``n < d``.
+
+    Returns
+    -------
+    NetworkResult
+    """
+    weights = PureNoise() if weights is None else weights
+    tokens0 = jnp.asarray(tokens0)
+    n, d = tokens0.shape[-2:]
+    noise = ("span" if n < d else "full") if noise is None else noise
+    noise_shape(noise, d, n)
+    steps = round(horizon * layers)
+    if save_every is not None and steps % save_every:
+        raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
+    drift_step, noise_step = (float(s) for s in weights.layer_steps(layers))
+    return _run_network(
+        key, jnp.broadcast_to(tokens0, (trajectories, n, d)), jnp.asarray(beta, tokens0.dtype),
+        Q, K, steps=steps, layers=layers, drift_step=drift_step, noise_step=noise_step,
+        noise=noise, radius={"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius],
+        save_every=save_every,
+    )
+
+
+@eqx.filter_jit
+def _run_network(key, x0, beta, Q, K, *, steps, layers, drift_step, noise_step, noise, radius,
+                 save_every):
+    trajectories, n, d = x0.shape
+    z_shape = noise_shape(noise, d, n)
+    one_layer = jax.vmap(
+        lambda x, z: layer(x, z, beta / radius**2, Q, K, drift_step, noise_step, noise, radius)
+    )
+
+    def one(x, k):
+        if noise_step == 0.0:  # deterministic weights: no draws at all
+            z = jnp.zeros((trajectories, *z_shape), x.dtype)
+        else:
+            z = jax.random.normal(jax.random.fold_in(key, k), (trajectories, *z_shape), x.dtype)
+        return one_layer(x, z), None
+
+    if save_every is None:
+        x, _ = jax.lax.scan(one, x0, jnp.arange(steps))
+        return NetworkResult(x, None, None)
+
+    def block(x, b):
+        x, _ = jax.lax.scan(one, x, b * save_every + jnp.arange(save_every))
+        return x, jnp.einsum("tid,tjd->tij", x, x) / radius**2
+
+    x, gram = jax.lax.scan(block, x0, jnp.arange(steps // save_every))
+    times = jnp.arange(1, steps // save_every + 1) * save_every / layers
+    return NetworkResult(x, times, jnp.swapaxes(gram, 0, 1))
+
+
+__all__ = ["NetworkResult", "layer", "simulate_network"]

@@ -70,6 +70,13 @@ class _AbstractGeodesicSolver(diffrax.AbstractSolver):
         return None
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        """One step from ``y0`` at ``t0`` to ``t1``: the scheme's update (class docstring).
+
+        Takes the increment of the driving path over ``[t0, t1]`` once, and returns
+        Diffrax's 5-tuple ``(y1, None, dense_info, None, RESULTS.successful)``: no
+        error estimate (fixed steps only), no solver state, linear dense output between
+        ``y0`` and ``y1``. ``solver_state`` and ``made_jump`` are ignored.
+        """
         del solver_state, made_jump
         y1 = self._update(terms, t0, t1, y0, args, terms.contr(t0, t1))
         return y1, None, dict(y0=y0, y1=y1), None, diffrax.RESULTS.successful

@@ -101,9 +101,9 @@ def rho_expressions() -> dict:
     """
     import sympy as sp
 
-    from .limit import d, eps, mu
     from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, scale_g
-    from .two_token import beta, derive_rho_sde, derive_z_sde, r, r_of_rho, rho, z
+    from .symbols import beta, d, eps, mu, r, rho, z
+    from .two_token import derive_rho_sde, derive_z_sde, r_of_rho
 
     sde = derive_rho_sde()
     z_drift, z_diffusion = derive_z_sde()
@@ -153,8 +153,9 @@ def limit_expressions() -> dict:
     """The SymPy expressions behind :func:`limit_coefficients`."""
     import sympy as sp
 
-    from .limit import d, derive_limit_span, eps, mu
+    from .limit import derive_limit_span
     from .span import TokenSpan
+    from .symbols import d, eps, mu
 
     # One token and A = w X: the drift is (c w^2 + mu (w - w)) X, so c = coefficient / w^2,
     # and the covariance is k w^2 P = k w^2 (I - X X^T), so k = (identity part) / w^2.

@@ -1,6 +1,7 @@
 r"""Theorem 1: the SDE limit of the normalized stochastic Transformer, derived with SymPy.
 
-One layer of the discrete network (MODEL.md section 1) moves token :math:`X_i` to
+One layer of the discrete network (the theory pages of the docs,
+``docs/theory/discrete_model.rst``) moves token :math:`X_i` to
 
 .. math::
 
@@ -33,11 +34,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .span import SpanMatrix, SpanVector, TokenSpan
-
-s = sp.Symbol("s", positive=True)
-d = sp.Symbol("d", integer=True, positive=True)
-eps = sp.Symbol("epsilon", positive=True)
-mu = sp.Symbol("mu", nonnegative=True)
+from .symbols import d, eps, mu, s
 
 
 @functools.cache
@@ -322,37 +319,98 @@ def sphere_supported_drift(sde: LimitSDE, span: TokenSpan) -> list[sp.Expr]:
     return out
 
 
-def gaussian_expectation(poly: sp.Expr, entries: list[sp.Symbol]) -> sp.Expr:
+def isserlis_weight(powers) -> int:
+    r""":math:`E[\prod_k g_k^{p_k}]` for independent standard normals :math:`g_k`.
+
+    Isserlis' (Wick's) theorem specialised to a diagonal covariance:
+    :math:`\prod_k (p_k - 1)!!` when every :math:`p_k` is even, else 0.
+
+    Parameters
+    ----------
+    powers : iterable of int
+        The exponents :math:`p_k`.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> isserlis_weight([4, 2, 0]), isserlis_weight([1, 1])
+    (3, 0)
+    """
+    weight = 1
+    for p in powers:
+        if p % 2:
+            return 0
+        weight *= int(sp.factorial2(p - 1)) if p else 1
+    return weight
+
+
+def gaussian_expectation(poly, entries):
     r"""Expectation over iid :math:`N(0, 1)` ``entries`` of a polynomial (Isserlis / Wick).
 
-    For independent standard normals :math:`E[\prod_k g_k^{p_k}] = \prod_k (p_k - 1)!!`
-    when every :math:`p_k` is even, else 0 (Isserlis' theorem specialised to a diagonal
-    covariance).
+    The single implementation of the Gaussian moments: monomial by monomial, the entries'
+    powers are replaced by :func:`isserlis_weight`; every other symbol is a constant.
+
+    Parameters
+    ----------
+    poly : sympy.Expr or sympy.polys.rings.PolyElement
+        A polynomial in ``entries`` (coefficients may involve other symbols), either as a
+        SymPy expression or as an element of a sparse polynomial ring (the fast form used
+        by :func:`limit_components_residuals`).
+    entries : list
+        The Gaussian entries: SymPy symbols, or generators of ``poly``'s ring.
+
+    Returns
+    -------
+    sympy.Expr or PolyElement
+        Same representation as ``poly``.
 
     Examples
     --------
     >>> g1, g2, x = sp.symbols("g1 g2 x", real=True)
     >>> gaussian_expectation((x * g1 + g2) ** 2 + g1**4, [g1, g2])
     x**2 + 4
+    >>> from sympy.polys.rings import ring
+    >>> R, g, y = ring("g, y", sp.QQ)
+    >>> gaussian_expectation(g**2 * y + g * y, [g])
+    y
     """
+    from sympy.polys.rings import PolyElement
+
+    if isinstance(poly, PolyElement):
+        ring_ = poly.ring
+        index = [ring_.gens.index(v) for v in entries]
+        out: dict = {}
+        for monom, coeff in poly.terms():
+            weight = isserlis_weight(monom[k] for k in index)
+            if weight:
+                rest = list(monom)
+                for k in index:
+                    rest[k] = 0
+                key = tuple(rest)
+                out[key] = out.get(key, ring_.domain.zero) + coeff * weight
+        return ring_.from_dict({k: v for k, v in out.items() if v})
     total = sp.Integer(0)
     for monom, coeff in sp.Poly(sp.expand(poly), *entries).terms():
-        if all(p % 2 == 0 for p in monom):
-            total += coeff * sp.prod([sp.factorial2(p - 1) for p in monom if p])
+        total += coeff * isserlis_weight(monom)
     return sp.expand(total)
 
 
-def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> dict[str, bool]:
-    r"""Theorem 1 with explicit components of ``G`` for one dimension ``dim``.
+def limit_components_residuals(dim: int, normal_drift: sp.Expr | None = None) -> dict:
+    r"""Theorem 1 with explicit components of ``G`` for one dimension ``dim``: residuals.
 
     Two unit tokens :math:`X, X'` with generic coordinates and generic attention vectors
     :math:`A, A'` (any attention rule, any number of tokens: each pair is checked).
     :math:`|Y|^{-1} = (1+u)^{-1/2}`, :math:`u = s u_1 + s^2 u_2` with
     :math:`u_1 = 2\xi`, :math:`u_2 = q + 2\mu\langle X, A\rangle`, is expanded to
     :math:`O(s^2)` (the scalar series comes from SymPy); the expectation over the
-    :math:`\text{dim}^2` Gaussian entries is exact, monomial by monomial, and identities are
-    tested modulo :math:`|X|^2 = |X'|^2 = 1`. Arithmetic runs in a sparse polynomial ring
-    over :math:`\mathbb{Q}` (``sympy.polys.rings``), far faster than ``expand`` here.
+    :math:`\text{dim}^2` Gaussian entries is exact (:func:`gaussian_expectation`), and each
+    residual derived - stated is reduced modulo :math:`|X|^2 = |X'|^2 = 1` (a Groebner basis:
+    the leading monomials are coprime, so the remainder is 0 iff the identity holds on the
+    spheres). Arithmetic runs in a sparse polynomial ring over :math:`\mathbb{Q}`
+    (``sympy.polys.rings``), far faster than ``expand`` here.
 
     Parameters
     ----------
@@ -360,18 +418,23 @@ def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> di
         The dimension ``d``.
     normal_drift : sympy.Expr, optional
         The coefficient ``c`` of the stated drift :math:`c\,\varepsilon^2 |A|^2 X + \mu P A`
-        to test; default :math:`-(d-1)/2` (Theorem 1). A wrong value must give False.
+        to test; default :math:`-(d-1)/2` (Theorem 1). A wrong value leaves a residual.
 
     Returns
     -------
-    dict
-        ``{"drift", "covariance_same_token", "covariance_cross", "mean_first_order"}``,
-        each True when derived == stated on the sphere.
+    dict of sympy.Matrix
+        ``"drift"`` (``dim x 1``), ``"covariance_same_token"`` and ``"covariance_cross"``
+        (``dim x dim``): derived - stated on the spheres; ``"mean_first_order"``
+        (``dim x 1``): the mean of the :math:`O(s)` term. All zero when Theorem 1 holds.
 
     Examples
     --------
-    >>> derive_limit_components(2)["drift"]
-    True
+    >>> limit_components_residuals(2)["drift"]
+    Matrix([
+    [0],
+    [0]])
+    >>> limit_components_residuals(2, normal_drift=-1)["drift"].T
+    Matrix([[epsilon**2*a_0**2*x_0/2 + epsilon**2*a_1**2*x_0/2, ...]])
     """
     from sympy.polys.rings import ring
 
@@ -389,19 +452,9 @@ def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> di
     gmat = [gens[4 * dim + i * dim : 4 * dim + (i + 1) * dim] for i in range(dim)]
     g_gens = gens[4 * dim : 4 * dim + dim * dim]
     e_, m_ = gens[-2:]
-    g_index = [poly_ring.gens.index(v) for v in g_gens]
 
     def expect(p):
-        out = poly_ring.zero
-        for monom, coeff in p.terms():
-            powers = [monom[k] for k in g_index]
-            if all(q % 2 == 0 for q in powers):
-                weight = sp.prod([sp.factorial2(q - 1) for q in powers if q])
-                rest = list(monom)
-                for k in g_index:
-                    rest[k] = 0
-                out += poly_ring({tuple(rest): coeff * weight})
-        return out
+        return gaussian_expectation(p, g_gens)
 
     def dot(u, v):
         return sum((ui * vi for ui, vi in zip(u, v, strict=True)), poly_ring.zero)
@@ -425,8 +478,8 @@ def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> di
 
     relations = [dot(x, x) - 1, dot(y, y) - 1]
 
-    def on_sphere_zero(p) -> bool:
-        return p == 0 or p.rem(relations) == 0
+    def on_spheres(p) -> sp.Expr:
+        return p.rem(relations).as_expr() if p else sp.Integer(0)
 
     first_x, second_x = update_coefficients(x, a)
     first_y, _ = update_coefficients(y, b)
@@ -435,31 +488,56 @@ def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> di
         return (1 if k == ell else 0) - tok[k] * tok[ell]
 
     c = sp.Rational(-(dim - 1), 2) if normal_drift is None else normal_drift
-    drift_ok = all(
-        on_sphere_zero(
-            expect(second_x[k])
-            - (
-                poly_ring(c) * e_**2 * dot(a, a) * x[k]
-                + m_ * sum((proj(x, k, j) * a[j] for j in range(dim)), poly_ring.zero)
+    drift = sp.Matrix(
+        [
+            on_spheres(
+                expect(second_x[k])
+                - (
+                    poly_ring(c) * e_**2 * dot(a, a) * x[k]
+                    + m_ * sum((proj(x, k, j) * a[j] for j in range(dim)), poly_ring.zero)
+                )
             )
-        )
-        for k in range(dim)
+            for k in range(dim)
+        ]
     )
 
-    def cov_ok(first_u, first_v, tok_u, tok_v, att_u, att_v) -> bool:
-        for k in range(dim):
-            for ell in range(dim):
-                pp = sum(
-                    (proj(tok_u, k, j) * proj(tok_v, j, ell) for j in range(dim)), poly_ring.zero
-                )
-                stated = e_**2 * dot(att_u, att_v) * pp
-                if not on_sphere_zero(expect(first_u[k] * first_v[ell]) - stated):
-                    return False
-        return True
+    def covariance(first_u, first_v, tok_u, tok_v, att_u, att_v) -> sp.Matrix:
+        def entry(k, ell):
+            pp = sum((proj(tok_u, k, j) * proj(tok_v, j, ell) for j in range(dim)), poly_ring.zero)
+            return on_spheres(expect(first_u[k] * first_v[ell]) - e_**2 * dot(att_u, att_v) * pp)
+
+        return sp.Matrix(dim, dim, entry)
 
     return {
-        "drift": drift_ok,
-        "covariance_same_token": cov_ok(first_x, first_x, x, x, a, a),
-        "covariance_cross": cov_ok(first_x, first_y, x, y, a, b),
-        "mean_first_order": all(expect(p) == 0 for p in first_x),
+        "drift": drift,
+        "covariance_same_token": covariance(first_x, first_x, x, x, a, a),
+        "covariance_cross": covariance(first_x, first_y, x, y, a, b),
+        "mean_first_order": sp.Matrix([on_spheres(expect(p)) for p in first_x]),
+    }
+
+
+def derive_limit_components(dim: int, normal_drift: sp.Expr | None = None) -> dict[str, bool]:
+    r"""Theorem 1 with explicit components of ``G``: whether each residual vanishes.
+
+    Parameters
+    ----------
+    dim : int
+        The dimension ``d``.
+    normal_drift : sympy.Expr, optional
+        See :func:`limit_components_residuals`.
+
+    Returns
+    -------
+    dict
+        ``{"drift", "covariance_same_token", "covariance_cross", "mean_first_order"}``,
+        each True when the residual of :func:`limit_components_residuals` is zero.
+
+    Examples
+    --------
+    >>> derive_limit_components(2)["drift"]
+    True
+    """
+    return {
+        key: value.is_zero_matrix is True
+        for key, value in limit_components_residuals(dim, normal_drift).items()
     }

@@ -31,13 +31,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .limit import d, derive_limit_span, eps, mu, softmax_attention
+from .limit import derive_limit_span, softmax_attention
 from .span import TokenSpan
-
-rho = sp.Symbol("rho", real=True)
-beta = sp.Symbol("beta", nonnegative=True)
-r = sp.Symbol("r", positive=True)
-z = sp.Symbol("z", real=True)
+from .symbols import beta, d, eps, mu, r, rho
+from .symbols import z as z  # re-exported: the artanh variable of derive_z_sde
 
 #: The softmax weights in terms of ``r``: ``a = 1/(1+r)``, ``b = r/(1+r)``.
 a_of_r = 1 / (1 + r)

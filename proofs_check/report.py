@@ -1,15 +1,27 @@
 r"""The report: one row per claim, the formula as stated, the formula derived, and a verdict.
 
-Verdicts: ``PASS`` (derived == stated, exactly), ``FAIL`` (a derivation that should hold
-does not: the command exits non-zero), ``MISMATCH`` (the paper prints a formula that the
-derivation under the project's conventions does not give: a reported finding, not an
-error; the row says what would reconcile them).
+Each check derives the **residuals** of its claim, SymPy style: the expressions
+``derived - stated`` (simplified; SymPy expressions, matrices, or lists of them) that must
+vanish when the claim holds. The verdict is computed from them by :func:`verdict`, never
+typed in: ``PASS`` (every residual is exactly zero), ``FAIL`` (a residual that should
+vanish does not: the report prints it and the command exits non-zero), ``MISMATCH`` (the
+paper prints a formula that the derivation under the project's conventions does not give:
+the ``paper`` residual is non-zero, the row's other residuals, including those that explain
+the difference, vanish; a reported finding, not an error).
+
+A residual is zero when it is structurally ``0`` (or a matrix / list of such) as returned:
+the checks simplify, the verdict does not, so what is printed is what was judged.
 
 Examples
 --------
->>> rows = [Check("demo", "x", "x", "PASS")]
->>> print(format_report(rows, fmt="markdown").splitlines()[2])
+>>> x = sp.Symbol("x")
+>>> row = Check.from_residuals("demo", "x", "x", {"x - x": x - x})
+>>> row.status
+'PASS'
+>>> print(format_report([row], fmt="markdown").splitlines()[2])
 | demo | x | x | PASS |
+>>> Check.from_residuals("wrong", "x + 1", "x", {"derived - stated": -1}).status
+'FAIL'
 """
 
 from __future__ import annotations
@@ -17,16 +29,84 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 
 PASS, FAIL, MISMATCH = "PASS", "FAIL", "MISMATCH"
 
+#: Characters of a residual printed on a FAIL row before it is truncated.
+MAX_RESIDUAL_CHARS = 600
+
+
+def is_zero(residual) -> bool:
+    """Whether a residual is exactly zero, as given (no simplification here).
+
+    Parameters
+    ----------
+    residual : sympy.Expr, sympy.MatrixBase, number, list, tuple or dict
+        Lists, tuples and dicts (their values) are zero when every element is.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_zero([0, sp.zeros(2, 2), {"a": sp.Integer(0)}]), is_zero(sp.Matrix([0, 1]))
+    (True, False)
+    """
+    if isinstance(residual, dict):
+        return all(is_zero(v) for v in residual.values())
+    if isinstance(residual, (list, tuple)):
+        return all(is_zero(v) for v in residual)
+    if isinstance(residual, sp.MatrixBase):
+        return all(e == 0 for e in residual)
+    return sp.sympify(residual) == 0
+
+
+def verdict(residuals: dict, nonzero: dict | None = None, paper: dict | None = None,
+            reconcile: dict | None = None) -> str:
+    """The status of a row, from its residuals.
+
+    Parameters
+    ----------
+    residuals : dict
+        ``label -> residual`` that must vanish.
+    nonzero : dict, optional
+        ``label -> expression`` that must **not** vanish (non-degeneracy: e.g. a term whose
+        omission the claim says would be wrong).
+    paper : dict, optional
+        ``label -> derived - paper``: a non-zero value is a documented MISMATCH with the
+        paper, not a FAIL.
+    reconcile : dict, optional
+        ``label -> residual`` that must vanish when ``paper`` does not (what explains the
+        mismatch); a mismatch they do not explain is a FAIL.
+
+    Returns
+    -------
+    {"PASS", "FAIL", "MISMATCH"}
+
+    Examples
+    --------
+    >>> verdict({"a": 0}), verdict({"a": 1}), verdict({"a": 0}, paper={"p": -1})
+    ('PASS', 'FAIL', 'MISMATCH')
+    >>> verdict({"a": 0}, nonzero={"n": 0})
+    'FAIL'
+    """
+    if not is_zero(residuals) or any(is_zero(v) for v in (nonzero or {}).values()):
+        return FAIL
+    if paper and not is_zero(paper):
+        return MISMATCH if is_zero(reconcile or {}) else FAIL
+    return PASS
+
 
 @dataclass(frozen=True)
 class Check:
     """One row of the report.
+
+    Build rows with :meth:`from_residuals`, which computes the status; the constructor
+    takes a status as given (rows for a derivation that raised).
 
     Attributes
     ----------
@@ -41,6 +121,14 @@ class Check:
         How it was checked, or what reconciles a mismatch.
     seconds : float
         Time taken by the derivation.
+    residuals : dict
+        ``label -> derived - stated``: every one must be zero.
+    nonzero : dict
+        ``label -> expression`` that must not vanish.
+    paper : dict
+        ``label -> derived - paper``, non-zero for a MISMATCH.
+    reconcile : dict
+        ``label -> residual`` explaining a mismatch, must be zero.
     """
 
     claim: str
@@ -49,14 +137,58 @@ class Check:
     status: str
     note: str = ""
     seconds: float = 0.0
+    residuals: dict = field(default_factory=dict)
+    nonzero: dict = field(default_factory=dict)
+    paper: dict = field(default_factory=dict)
+    reconcile: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_residuals(cls, claim: str, stated: str, derived: str, residuals: dict,
+                       note: str = "", *, nonzero: dict | None = None,
+                       paper: dict | None = None, reconcile: dict | None = None) -> Check:
+        """A row whose status is the :func:`verdict` of its residuals.
+
+        Parameters
+        ----------
+        claim, stated, derived, note : str
+            As the attributes.
+        residuals, nonzero, paper, reconcile : dict
+            See :func:`verdict`.
+
+        Returns
+        -------
+        Check
+        """
+        nonzero, paper, reconcile = nonzero or {}, paper or {}, reconcile or {}
+        return cls(claim, stated, derived, verdict(residuals, nonzero, paper, reconcile), note,
+                   residuals=residuals, nonzero=nonzero, paper=paper, reconcile=reconcile)
+
+    def failures(self) -> list[tuple[str, str]]:
+        """What makes the row fail or mismatch: ``(label, residual as text)`` pairs.
+
+        Returns
+        -------
+        list of (str, str)
+            Non-zero residuals (``residual[...]``), vanishing non-zero claims
+            (``vanishes[...]``), non-zero paper residuals (``paper[...]``) and unexplained
+            mismatches (``reconcile[...]``); each text truncated to ``MAX_RESIDUAL_CHARS``.
+        """
+        out = [(f"residual[{k}]", v) for k, v in self.residuals.items() if not is_zero(v)]
+        out += [(f"vanishes[{k}] (must not)", v) for k, v in self.nonzero.items() if is_zero(v)]
+        out += [(f"paper[{k}]", v) for k, v in self.paper.items() if not is_zero(v)]
+        if self.paper and not is_zero(self.paper):
+            out += [(f"reconcile[{k}]", v) for k, v in self.reconcile.items() if not is_zero(v)]
+        return [(label, _truncate(str(value))) for label, value in out]
 
 
-def _status(ok: bool) -> str:
-    return PASS if ok else FAIL
+def _truncate(text: str, limit: int = MAX_RESIDUAL_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} ... ({len(text) - limit} more characters)"
 
 
-def _zero(expr: sp.Expr) -> bool:
-    return sp.simplify(expr) == 0
+def _simplified(expr) -> sp.Expr:
+    return sp.simplify(expr)
 
 
 @functools.cache
@@ -69,23 +201,33 @@ def _limit_span(n: int):
 
 @functools.cache
 def _limit_components() -> dict:
-    from .limit import derive_limit_components
+    from .limit import limit_components_residuals
 
-    return {dim: derive_limit_components(dim) for dim in range(2, 7)}
+    return {dim: limit_components_residuals(dim) for dim in range(2, 7)}
 
 
 def check_theorem1_drift() -> Check:
-    """Theorem 1: the Ito drift of the limit, derived from one discrete layer."""
-    ok_span = True
+    """Theorem 1: the Ito drift of the limit, derived from one discrete layer.
+
+    Returns
+    -------
+    Check
+        Residuals: derived - stated drift in the token span (``n = 1, 2, 3``, ``d``
+        symbolic), and with explicit components of ``G`` (``d = 2..6``), plus the mean of
+        the :math:`O(s)` term.
+    """
+    residuals = {}
     for n in (1, 2, 3):
         _, der, st = _limit_span(n)
-        ok_span &= all((der.drift[i] - st.drift[i]).is_zero() for i in range(n))
-    ok_comp = all(c["drift"] and c["mean_first_order"] for c in _limit_components().values())
-    return Check(
+        residuals[f"span n={n}"] = [(der.drift[i] - st.drift[i]).residual() for i in range(n)]
+    for dim, res in _limit_components().items():
+        residuals[f"components d={dim}"] = res["drift"]
+        residuals[f"E[O(s) term] d={dim}"] = res["mean_first_order"]
+    return Check.from_residuals(
         "Theorem 1: Ito drift of the limit (hybrid: + mu P_i A_i)",
         "b_i = -sigma^2 (d-1)/2 |A_i|^2 X_i  (+ mu P_i A_i)",
         "E[coeff of h in X_i' - X_i] = -eps^2 (d-1)/2 |A_i|^2 X_i + mu P_i A_i",
-        _status(ok_span and ok_comp),
+        residuals,
         "Taylor in s = L^{-1/2} of Y/|Y|, Isserlis expectation; span algebra with d "
         "symbolic (n = 1, 2, 3, generic attention) and explicit G components for d = 2..6; "
         "the O(s) term has mean 0",
@@ -93,150 +235,233 @@ def check_theorem1_drift() -> Check:
 
 
 def check_theorem1_diffusion() -> Check:
-    """Theorem 1: the shared-noise diffusion covariance of the limit."""
-    ok_span = True
+    """Theorem 1: the shared-noise diffusion covariance of the limit.
+
+    Returns
+    -------
+    Check
+        Residuals: derived - stated covariance, span (``n = 1, 2, 3``) and components
+        (``d = 2..6``, same token and cross-token).
+    """
+    residuals = {}
     for n in (1, 2, 3):
         _, der, st = _limit_span(n)
-        ok_span &= all((der.covariance[k] - st.covariance[k]).is_zero() for k in der.covariance)
-    comps = _limit_components().values()
-    ok_comp = all(c["covariance_same_token"] and c["covariance_cross"] for c in comps)
-    return Check(
+        residuals[f"span n={n}"] = [
+            (der.covariance[k] - st.covariance[k]).residual() for k in der.covariance
+        ]
+    for dim, res in _limit_components().items():
+        residuals[f"components d={dim} same token"] = res["covariance_same_token"]
+        residuals[f"components d={dim} cross"] = res["covariance_cross"]
+    return Check.from_residuals(
         "Theorem 1: diffusion (shared noise sigma P_i dW A_i)",
         "E[dX_i dX_j^T]/dt = sigma^2 <A_i, A_j> P_i P_j",
         "E[(s-coeff)_i (s-coeff)_j^T] = eps^2 <A_i, A_j> P_i P_j",
-        _status(ok_span and ok_comp),
+        residuals,
         "same two derivations; cross-token terms come from the shared G",
     )
 
 
-def check_stratonovich() -> Check:
-    """Theorem 1 in Stratonovich form, attention derivatives included; tangent."""
-    from .stratonovich import check_stratonovich as run
+STRATONOVICH_CASES = ((2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3))
 
-    cases = [(2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3)]
-    results = {case: run(*case) for case in cases}
-    ok = all(all(v.values()) for v in results.values())
-    return Check(
+
+def check_stratonovich() -> Check:
+    """Theorem 1 in Stratonovich form, attention derivatives included; tangent.
+
+    Returns
+    -------
+    Check
+        Residuals: derived - closed form and :math:`\\langle X_i, b^S_i\\rangle` for generic
+        affine attention in every case of ``STRATONOVICH_CASES``; for one token with its own
+        attention (:math:`A_1 = X_1`), the drift with - without the attention-derivative
+        terms (must vanish), symbolically and at a rational point. Non-zero: the
+        attention-derivative terms for generic attention (symbolically and at a point).
+    """
+    from .stratonovich import stratonovich_residuals
+
+    residuals, nonzero = {}, {}
+    for dim, n in STRATONOVICH_CASES:
+        res = stratonovich_residuals(dim, n)
+        residuals[f"closed form (d={dim}, n={n})"] = res["closed_form"]
+        residuals[f"tangent (d={dim}, n={n})"] = res["tangent"]
+        nonzero[f"dA/dX terms (d={dim}, n={n})"] = res["attention_terms"]
+        nonzero[f"dA/dX terms at a point (d={dim}, n={n})"] = res["attention_terms_at_point"]
+    for dim in (2, 3):
+        res = stratonovich_residuals(dim, 1, attention="softmax")
+        residuals[f"closed form, one token A = X (d={dim})"] = res["closed_form"]
+        residuals[f"with - without dA/dX, one token A = X (d={dim})"] = res["attention_terms"]
+        residuals[f"same at a point (d={dim})"] = res["attention_terms_at_point"]
+    return Check.from_residuals(
         "Theorem 1: Stratonovich form",
         "b^S_i = mu P_i A_i - sigma^2/2 P_i sum_j P_j (dA_i/dX_j)^T A_j, tangent",
         "Ito drift - 1/2 sum_{lm} (D sigma^(lm)) sigma^(lm) over all n*d coordinates",
-        _status(ok),
+        residuals,
         "general ito_to_stratonovich on explicit coordinates, generic affine attention "
-        f"(any smooth attention has such 1-jets), (d, n) in {cases}; <X_i, b^S_i> = 0 on "
-        "the spheres; the dA/dX terms are non-zero (frozen attention would be wrong)",
+        f"(any smooth attention has such 1-jets), (d, n) in {list(STRATONOVICH_CASES)}; "
+        "<X_i, b^S_i> = 0 on the spheres; the dA/dX terms (derived: full conversion minus "
+        "the conversion with the attention held constant) are non-zero for generic "
+        "attention, and vanish for one token whose attention is itself (A = X: b^S = 0)",
+        nonzero=nonzero,
     )
 
 
 def check_sphere_supported() -> Check:
-    """The sphere-supported lemma: Ito's lemma gives d|X_i|^2 = 0."""
+    """The sphere-supported lemma: Ito's lemma gives d|X_i|^2 = 0.
+
+    Returns
+    -------
+    Check
+        Residuals: drift and variance of :math:`|X_i|^2`, ``n = 1, 2, 3``.
+    """
     from .limit import sphere_supported_drift
 
-    ok = True
+    residuals = {}
     for n in (1, 2, 3):
         span, der, _ = _limit_span(n)
-        ok &= all(v == 0 for v in sphere_supported_drift(der, span))
-    return Check(
+        residuals[f"n={n}"] = sphere_supported_drift(der, span)
+    return Check.from_residuals(
         "Sphere-supported lemma",
         "d|X_i|^2 = 0",
         "2<X_i, b_i> + tr Sigma_ii = 0 and 4 X_i^T Sigma_ii X_i = 0",
-        _status(ok),
+        residuals,
         "Ito's lemma on |X_i|^2 with the derived coefficients, d symbolic, n = 1, 2, 3",
     )
 
 
 def check_two_token_sde() -> Check:
-    """Two tokens: rho = <X_1, X_2> is a 1-D Ito diffusion with the stated coefficients."""
-    from .limit import d, eps, mu
-    from .stratonovich import check_rho_in_coordinates
-    from .two_token import derive_rho_sde, r, rho, stated_rho_sde
+    """Two tokens: rho = <X_1, X_2> is a 1-D Ito diffusion with the stated coefficients.
+
+    Returns
+    -------
+    Check
+        Residuals: derived - stated drift and variance (span), the symbols other than
+        ``(rho, r, d, eps, mu)`` they contain (none: a 1-D diffusion), and coordinates -
+        span for ``d = 2, 3``.
+    """
+    from .stratonovich import rho_in_coordinates_residuals
+    from .symbols import d, eps, mu, r, rho
+    from .two_token import derive_rho_sde, stated_rho_sde
 
     sde = derive_rho_sde()
     drift, variance = stated_rho_sde()
-    ok_span = _zero(sde.drift - drift) and _zero(sde.variance - variance)
-    # A function of (rho, beta, d, eps, mu) only (r = exp(-beta (1 - rho))): a 1-D diffusion.
-    ok_span &= (sde.drift.free_symbols | sde.variance.free_symbols) <= {rho, r, d, eps, mu}
-    coords = {dim: check_rho_in_coordinates(dim) for dim in (2, 3)}
-    ok_coords = all(all(v.values()) for v in coords.values())
-    return Check(
+    extra = (sde.drift.free_symbols | sde.variance.free_symbols) - {rho, r, d, eps, mu}
+    residuals = {
+        "drift": _simplified(sde.drift - drift),
+        "variance": _simplified(sde.variance - variance),
+        # A function of (rho, beta, d, eps, mu) only (r = exp(-beta (1 - rho))).
+        "other symbols": sorted(extra, key=sp.default_sort_key),
+    }
+    for dim in (2, 3):
+        for key, value in rho_in_coordinates_residuals(dim).items():
+            residuals[f"coordinates d={dim} {key}"] = value
+    return Check.from_residuals(
         "Two-token SDE (rho = <X_1, X_2> is a 1-D diffusion)",
         "d rho = (1-rho^2)[2 mu b + eps^2(2(d-2)ab - (a^2+b^2) rho)] dt "
         "+ eps sqrt(2(a^2+b^2)) (1-rho^2) dB",
         f"drift = {sp.factor(sde.drift)}, variance = {sp.factor(sde.variance)}; "
         "a = 1/(1+r), b = r/(1+r), r = exp(-beta(1-rho))",
-        _status(ok_span and ok_coords),
+        residuals,
         "Ito's lemma in the token span (only the Gram matrix enters: rotation invariance), "
         "and again in explicit coordinates for d = 2, 3 with the general ito_lemma",
     )
 
 
 def check_equilibria() -> Check:
-    """rho = +1 and rho = -1 are equilibria (drift and diffusion vanish)."""
-    from .two_token import derive_rho_sde, r, rho
+    """rho = +1 and rho = -1 are equilibria (drift and diffusion vanish).
+
+    Returns
+    -------
+    Check
+        Residuals: drift and variance at :math:`\\rho = \\pm 1`.
+    """
+    from .symbols import r, rho
+    from .two_token import derive_rho_sde
 
     sde = derive_rho_sde()
-    values = []
-    for point in (1, -1):
-        for expr in (sde.drift, sde.variance):
-            values.append(sp.simplify(expr.subs(rho, point)))
-    ok = all(v == 0 for v in values)
-    return Check(
+    residuals = {
+        f"{name}(rho={point})": _simplified(expr.subs(rho, point))
+        for point in (1, -1)
+        for name, expr in (("m", sde.drift), ("s^2", sde.variance))
+    }
+    return Check.from_residuals(
         "Equilibria rho = +1 and rho = -1",
         "m(+-1) = 0, s(+-1) = 0",
-        f"m(+-1), s^2(+-1) = {values} (for every r, i.e. every beta, d, eps, mu)",
-        _status(ok),
+        f"m(+-1), s^2(+-1) = {list(residuals.values())} (for every r, i.e. every beta, d, "
+        "eps, mu)",
+        residuals,
         f"both contain the factor 1 - rho^2; r is free ({r} > 0)",
     )
 
 
 def check_plus_attracting() -> Check:
-    """rho = +1 (single cluster) has a negative Lyapunov exponent for all beta, d."""
-    from .limit import d, eps, mu
+    """rho = +1 (single cluster) has a negative Lyapunov exponent for all beta, d.
+
+    Returns
+    -------
+    Check
+        Residual: derived - stated :math:`\\lambda_+`.
+    """
     from .stability import lyapunov_exponent
+    from .symbols import d, eps, mu
 
     lam = lyapunov_exponent(1)
     stated = -2 * mu - eps**2 * (d - 1)
-    ok = _zero(lam - stated)
-    return Check(
+    return Check.from_residuals(
         "rho = +1 (single cluster) attracting for all beta, d",
         "lambda_+ = -2 mu - eps^2 (d-1) < 0",
         f"lambda_+ = m'(1) - s'(1)^2/2 = {lam}",
-        _status(ok),
+        {"lambda_+": _simplified(lam - stated)},
         "geometric-BM linearization; independent of beta; < 0 for d >= 2, eps > 0, mu >= 0",
     )
 
 
 def check_theorem2() -> Check:
-    """Theorem 2: the antipodal pair attracts iff beta > beta_c(d) = arccosh(d-2)/2."""
-    from .limit import mu
+    """Theorem 2: the antipodal pair attracts iff beta > beta_c(d) = arccosh(d-2)/2.
+
+    Returns
+    -------
+    Check
+        Residuals: derived - stated :math:`\\lambda_-`, its pure-noise cosh form, and
+        :math:`\\cosh(2\\beta_c)` of the derived root minus :math:`d - 2`.
+    """
     from .stability import (
         critical_beta,
+        critical_beta_residual,
+        difference,
+        in_beta,
         lyapunov_exponent,
         pure_noise_lyapunov_minus_cosh_form,
-        same,
+        stated_lyapunov_minus,
     )
-    from .stability import in_beta as to_beta
-    from .stability import stated_lyapunov_minus as stated_lam
+    from .symbols import mu
 
-    lam = to_beta(lyapunov_exponent(-1))
-    ok_lam = same(lam, stated_lam())
-    ok_cosh = same(lam.subs(mu, 0), pure_noise_lyapunov_minus_cosh_form())
-    beta_c = critical_beta()
-    ok_bc = beta_c == sp.acosh(sp.Symbol("d", integer=True, positive=True) - 2) / 2
-    return Check(
+    lam = in_beta(lyapunov_exponent(-1))
+    residuals = {
+        "lambda_-": difference(lam, stated_lyapunov_minus()),
+        "lambda_-(mu=0), cosh form": difference(lam.subs(mu, 0),
+                                                pure_noise_lyapunov_minus_cosh_form()),
+        "cosh(2 beta_c) - (d - 2)": critical_beta_residual(),
+    }
+    beta_c = critical_beta() if residuals["cosh(2 beta_c) - (d - 2)"] == 0 else "(no root)"
+    return Check.from_residuals(
         "Theorem 2: antipodal attracting iff beta > beta_c(d)",
         "beta_c(d) = 1/2 arccosh(d - 2)",
         f"lambda_- = sigma^2 (d - 2 - cosh 2beta)/cosh^2 beta; root beta_c = {beta_c}",
-        _status(ok_lam and ok_cosh and ok_bc),
+        residuals,
         "lambda_- = m'(-1) - s'(-1)^2/2 = 4 mu b_- + 2 eps^2 (2(d-1) a_- b_- - 1); root "
         "solved in q = e^{-2 beta}, kept in (0, 1], checked cosh(2 beta_c) = d - 2",
     )
 
 
 def check_low_dimensions() -> list[Check]:
-    """The cases d = 2 and d = 3 (no threshold: antipodal attracts for all beta > 0)."""
-    from .limit import d, eps, mu
+    """The cases d = 2 and d = 3 (no threshold: antipodal attracts for all beta > 0).
+
+    Returns
+    -------
+    list of Check
+        One row per dimension; residual: derived - stated pure-noise :math:`\\lambda_-`.
+    """
     from .stability import in_beta, lyapunov_exponent
-    from .two_token import beta
+    from .symbols import beta, d, eps, mu
 
     lam = sp.simplify(in_beta(lyapunov_exponent(-1)).subs(mu, 0).rewrite(sp.cosh))
     rows = []
@@ -258,61 +483,78 @@ def check_low_dimensions() -> list[Check]:
     for dim, stated, expected, note in cases:
         t0 = time.perf_counter()
         lam_d = lam.subs(d, dim)
-        ok = _zero((lam_d - expected / sp.cosh(beta) ** 2).rewrite(sp.exp))
-        rows.append(
-            Check(
-                f"d = {dim} (pure noise)",
-                stated,
-                f"lambda_- = {sp.simplify(expected / sp.cosh(beta) ** 2)}",
-                _status(ok),
-                note,
-                time.perf_counter() - t0,
-            )
+        residual = _simplified((lam_d - expected / sp.cosh(beta) ** 2).rewrite(sp.exp))
+        row = Check.from_residuals(
+            f"d = {dim} (pure noise)",
+            stated,
+            f"lambda_- = {sp.simplify(expected / sp.cosh(beta) ** 2)}",
+            {"lambda_-": residual},
+            note,
         )
+        rows.append(Check(**{**row.__dict__, "seconds": time.perf_counter() - t0}))
     return rows
 
 
 def check_feller() -> Check:
-    """Feller classification of rho = -1 from the scale function agrees with the linearization."""
-    from .limit import d, mu
+    """Feller classification of rho = -1 from the scale function agrees with the linearization.
+
+    Returns
+    -------
+    Check
+        Residuals: :math:`\\lambda_\\mp` against :math:`v^2 (g \\mp 2)`, the scale exponent
+        against :math:`g(-1)/2`, and the pure-noise :math:`g(-1)`.
+    """
     from .stability import in_beta, lyapunov_exponent, scale_exponent_at, scale_g
-    from .two_token import beta, derive_rho_sde, r, rho
+    from .symbols import beta, d, mu, q, r, rho
+    from .two_token import derive_rho_sde
 
     sde = derive_rho_sde()
     g = scale_g()
-    g_minus = g.subs({rho: -1, r: sp.Symbol("q", positive=True)})
+    g_minus = g.subs({rho: -1, r: q})
     g_plus = g.subs({rho: 1, r: 1})
-    v2_minus = sde.reduced_variance.subs({rho: -1, r: sp.Symbol("q", positive=True)})
+    v2_minus = sde.reduced_variance.subs({rho: -1, r: q})
     v2_plus = sde.reduced_variance.subs({rho: 1, r: 1})
-    ok_minus = _zero(lyapunov_exponent(-1) - v2_minus * (g_minus - 2))
-    ok_plus = _zero(lyapunov_exponent(1) + v2_plus * (g_plus + 2))
-    k_minus = scale_exponent_at(-1)
-    ok_k = _zero(k_minus - in_beta(g_minus) / 2)
     pure = sp.simplify(in_beta(g_minus).subs(mu, 0).rewrite(sp.cosh))
-    ok_pure = _zero((pure - (1 + (d - 2) / sp.cosh(2 * beta))).rewrite(sp.exp))
-    return Check(
+    residuals = {
+        "lambda_- - v(-1)^2 (g(-1) - 2)": _simplified(lyapunov_exponent(-1)
+                                                     - v2_minus * (g_minus - 2)),
+        "lambda_+ + v(1)^2 (g(1) + 2)": _simplified(lyapunov_exponent(1)
+                                                   + v2_plus * (g_plus + 2)),
+        "k(-1) - g(-1)/2": _simplified(scale_exponent_at(-1) - in_beta(g_minus) / 2),
+        "g(-1), pure noise": _simplified((pure - (1 + (d - 2) / sp.cosh(2 * beta)))
+                                         .rewrite(sp.exp)),
+    }
+    return Check.from_residuals(
         "Feller boundary classification vs linearization",
         "-1 attracting (S(-1) finite) iff lambda_- < 0",
         "S'(rho) ~ (1+rho)^{-g(-1)/2}, S(-1) finite iff g(-1) < 2; "
         "lambda_- = v(-1)^2 (g(-1) - 2), lambda_+ = -v(1)^2 (g(1) + 2); "
         "pure noise g(-1) = 1 + (d-2) sech(2 beta), "
         f"g(1) = {sp.simplify(g_plus.subs(mu, 0))}",
-        _status(ok_minus and ok_plus and ok_k and ok_pure),
+        residuals,
         "2m/s^2 = g/(1-rho^2) with g = 2 m~/v^2; the exponent of S' at -1 is the limit of "
         "(1+rho) 2m/s^2; v > 0, so the two criteria agree exactly (also at +1: g(1) > -2)",
     )
 
 
 def check_proposition1() -> Check:
-    """Proposition 1: the exact hybrid threshold set beside the paper's eps = sqrt(2 e^-beta)."""
-    from .limit import eps, mu
-    from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, q
-    from .two_token import beta
+    """Proposition 1: the exact hybrid threshold set beside the paper's eps = sqrt(2 e^-beta).
+
+    Returns
+    -------
+    Check
+        Residual: :math:`\\lambda_-(\\mu=0) + 2\\varepsilon^2\\cdot` denominator (must vanish).
+        Paper: :math:`\\lim_{\\beta\\to\\infty}` derived/paper - 1 (non-zero: the documented
+        MISMATCH). Reconcile: the halved-logit convention gives the paper's asymptotic for
+        :math:`\\mu = 1`, and the ratio to the paper tends to 0 (no rescaling fixes it).
+    """
+    from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent
+    from .symbols import beta, eps, mu, q
 
     eps2, denominator = hybrid_threshold()
     # lambda_-(mu = 0) = -2 eps^2 * denominator: the denominator changes sign exactly at
     # beta_c(d), so the threshold exists iff beta > beta_c(d).
-    ok_den = _zero(lyapunov_exponent(-1).subs(mu, 0) + 2 * eps**2 * denominator)
+    den_residual = _simplified(lyapunov_exponent(-1).subs(mu, 0) + 2 * eps**2 * denominator)
     derived = in_beta(eps2)
     asym = sp.limit(eps2 / q, q, 0)  # eps^2 e^{2 beta} as beta -> oo
     paper = 2 * sp.exp(-beta)
@@ -322,26 +564,25 @@ def check_proposition1() -> Check:
     asym_halved = sp.limit(halved * sp.exp(beta), beta, sp.oo)
     # The same change applied to Theorem 2: cosh(2 (beta/2)) = d - 2.
     beta_c_halved = 2 * critical_beta()
-    agrees = _zero(asym - 2) and _zero(ratio - 1)
-    reconciled = _zero(asym_halved.subs(mu, 1) - 2)
-    # No rescaling eps -> c eps or mu -> c mu can: the ratio to the paper tends to 0 (not a
-    # constant), for every constant c.
-    no_rescale = ratio == 0
-    if not ok_den:
-        status = FAIL
-    else:
-        status = PASS if agrees else (MISMATCH if reconciled and no_rescale else FAIL)
-    return Check(
+    return Check.from_residuals(
         "Proposition 1: hybrid threshold (two tokens)",
         "eps = sqrt(2 e^{-beta})  (paper, Figure 4), i.e. eps^2 = 2 e^{-beta}",
         f"antipodal attracting iff eps^2 > {sp.factor(eps2)}, q = e^{{-2 beta}} "
         f"(denominator > 0 iff beta > beta_c(d)); large beta: eps^2 ~ {asym} e^{{-2 beta}}",
-        status,
+        {"lambda_-(mu=0) + 2 eps^2 denominator": den_residual},
         "exact eps^2 = 2 mu b_-/(1 - 2(d-1) a_- b_-), b_- = 1/(1+e^{2 beta}); derived/paper "
         f"-> {ratio} (exponent e^{{-2 beta}} vs e^{{-beta}}: no rescaling of eps or mu fixes "
         "it). Logits softmax(beta<x,y>/2) (beta -> beta/2) give eps^2 ~ "
         f"{asym_halved} e^{{-beta}}, the paper's curve for mu = 1, but the same change turns "
         f"Theorem 2 into beta_c(d) = {beta_c_halved}, contradicting beta_c = 1/2 arccosh(d-2).",
+        paper={"lim derived/paper - 1": _simplified(ratio - 1)},
+        # No rescaling eps -> c eps or mu -> c mu can: the ratio to the paper tends to 0
+        # (not a constant), for every constant c.
+        reconcile={
+            "halved logits, mu = 1: lim eps^2 e^beta - 2": _simplified(asym_halved.subs(mu, 1)
+                                                                       - 2),
+            "lim derived/paper (0: no rescaling fixes it)": ratio,
+        },
     )
 
 
@@ -375,7 +616,8 @@ def run_checks() -> list[Check]:
         try:
             out = check()
         except Exception as exc:  # a broken derivation is a FAIL row, not a crash
-            out = Check(check.__name__, "", f"{type(exc).__name__}: {exc}", FAIL)
+            out = Check(check.__name__, "", f"{type(exc).__name__}: {exc}", FAIL,
+                        residuals={"exception": sp.Symbol(type(exc).__name__)})
         elapsed = time.perf_counter() - t0
         if isinstance(out, Check):
             out = [Check(**{**out.__dict__, "seconds": elapsed})]
@@ -386,10 +628,16 @@ def run_checks() -> list[Check]:
 def format_report(rows: list[Check], fmt: str = "text") -> str:
     """Format report rows as plain text or as a Markdown table.
 
+    A FAIL row shows what is left: each non-zero residual (truncated if huge); a MISMATCH
+    row shows its paper residual. The text form ends with the tally line
+    ``PASS: <n>, FAIL: <n>, MISMATCH: <n>``.
+
     Parameters
     ----------
     rows : list of Check
+        The rows of :func:`run_checks`.
     fmt : {"text", "markdown"}
+        Plain text (one block per row) or a Markdown table.
 
     Returns
     -------
@@ -398,7 +646,10 @@ def format_report(rows: list[Check], fmt: str = "text") -> str:
     if fmt == "markdown":
         lines = ["| Claim | Stated | Derived | Status |", "| --- | --- | --- | --- |"]
         for row in rows:
-            cells = [row.claim, row.stated, row.derived, row.status]
+            derived = row.derived
+            if row.status == FAIL and row.failures():
+                derived += "; " + "; ".join(f"{k} = {v}" for k, v in row.failures())
+            cells = [row.claim, row.stated, derived, row.status]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return "\n".join(lines)
     if fmt != "text":
@@ -411,6 +662,9 @@ def format_report(rows: list[Check], fmt: str = "text") -> str:
         lines.append(f"    derived: {row.derived}")
         if row.note:
             lines.append(f"    how    : {row.note}")
+        if row.status != PASS:
+            for label, text in row.failures():
+                lines.append(f"    {label} = {text}")
     counts = {s: sum(row.status == s for row in rows) for s in (PASS, FAIL, MISMATCH)}
     lines.append("-" * (width + 20))
     lines.append(", ".join(f"{k}: {v}" for k, v in counts.items()))
@@ -418,5 +672,15 @@ def format_report(rows: list[Check], fmt: str = "text") -> str:
 
 
 def exit_code(rows: list[Check]) -> int:
-    """1 when any row FAILs (a MISMATCH with the paper is a finding, not a failure)."""
+    """The exit status of ``python -m proofs_check``.
+
+    Parameters
+    ----------
+    rows : list of Check
+
+    Returns
+    -------
+    int
+        1 when any row FAILs (a MISMATCH with the paper is a finding, not a failure), else 0.
+    """
     return int(any(row.status == FAIL for row in rows))

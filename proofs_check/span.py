@@ -110,6 +110,18 @@ class SpanVector:
         r"""Whether :math:`|X c|^2 = c^\top G c` simplifies to 0."""
         return sp.simplify(self.dot(self)) == 0
 
+    def residual(self) -> sp.Matrix:
+        r"""The coefficients :math:`c`, simplified: the zero column iff :math:`X c = 0`.
+
+        (For linearly independent tokens, e.g. a generic symbolic Gram matrix.)
+
+        Returns
+        -------
+        sympy.Matrix
+            ``n x 1``.
+        """
+        return self.coeffs.applyfunc(sp.simplify)
+
 
 @dataclass(frozen=True)
 class SpanMatrix:
@@ -156,6 +168,19 @@ class SpanMatrix:
     def quadratic(self, u: SpanVector, v: SpanVector) -> sp.Expr:
         r""":math:`u^\top M v`."""
         return u.dot(self @ v)
+
+    def residual(self) -> list:
+        r"""The parts :math:`c_0` and :math:`G C G`, simplified: all zero iff the matrix is.
+
+        (:math:`X C X^\top = 0` iff :math:`G C G = 0` for linearly independent tokens.)
+
+        Returns
+        -------
+        list
+            ``[c_0, G C G]`` (a scalar and an ``n x n`` matrix).
+        """
+        g = self.space.gram
+        return [sp.simplify(self.scalar), (g * self.coeffs * g).applyfunc(sp.simplify)]
 
     def is_zero(self) -> bool:
         r"""Whether the matrix vanishes (:math:`c_0 = 0` and :math:`G C G = 0`).

@@ -19,13 +19,8 @@ import functools
 
 import sympy as sp
 
-from .limit import d, eps, mu
-from .two_token import beta, derive_rho_sde, r, r_of_rho, rho
-
-eps2 = sp.Symbol("epsilon2", positive=True)
-
-
-q = sp.Symbol("q", positive=True)
+from .symbols import beta, d, eps, eps2, mu, q, r, rho
+from .two_token import derive_rho_sde, r_of_rho
 
 
 @functools.cache
@@ -79,10 +74,74 @@ def pure_noise_lyapunov_minus_cosh_form() -> sp.Expr:
     return eps**2 * (d - 2 - sp.cosh(2 * beta)) / sp.cosh(beta) ** 2
 
 
-def same(x: sp.Expr, y: sp.Expr) -> bool:
-    """Whether ``x - y`` simplifies to 0 (exponentials rewritten first)."""
+def difference(x: sp.Expr, y: sp.Expr) -> sp.Expr:
+    """The residual ``x - y``, simplified with exponentials rewritten first.
+
+    Parameters
+    ----------
+    x, y : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+        0 when ``x`` and ``y`` are the same function.
+
+    Examples
+    --------
+    >>> difference(sp.cosh(beta), (sp.exp(beta) + sp.exp(-beta)) / 2)
+    0
+    """
     diff = sp.simplify((x - y).rewrite(sp.exp))
-    return diff == 0 or sp.simplify(sp.expand(diff)) == 0
+    return diff if diff == 0 else sp.simplify(sp.expand(diff))
+
+
+def same(x: sp.Expr, y: sp.Expr) -> bool:
+    """Whether :func:`difference` of ``x`` and ``y`` is 0.
+
+    Parameters
+    ----------
+    x, y : sympy.Expr
+
+    Returns
+    -------
+    bool
+    """
+    return difference(x, y) == 0
+
+
+@functools.cache
+def critical_beta_residual() -> sp.Expr:
+    r"""Solve :math:`\lambda_-(\beta) = 0` (pure noise) and compare with the stated root.
+
+    Writes :math:`q = e^{-2\beta} \in (0, 1]`, solves the rational equation in ``q`` and
+    keeps the root in :math:`(0, 1]`, :math:`q = d-2-\sqrt{(d-2)^2-1}` (for
+    :math:`d \ge 3`); with :math:`\beta_c = -\tfrac12\log q`, returns
+    :math:`\cosh(2\beta_c) - \cosh(\operatorname{arccosh}(d-2))`. ``cosh`` is injective on
+    :math:`[0, \infty)` and both roots are :math:`\ge 0` there, so the residual is 0 iff
+    :math:`\beta_c = \tfrac12\operatorname{arccosh}(d-2)`.
+
+    Returns
+    -------
+    sympy.Expr
+        0 when Theorem 2's threshold is the derived root.
+
+    Examples
+    --------
+    >>> critical_beta_residual()
+    0
+    """
+    lam_q = lyapunov_exponent(-1).subs(mu, 0)
+    roots = sp.solve(sp.numer(sp.together(lam_q)), q)
+    # The root below 1 (q = e^{-2 beta} <= 1 for beta >= 0): check it numerically at d = 5.
+    small = [x for x in roots if x.subs(d, 5).evalf() < 1]
+    if len(small) != 1:
+        raise AssertionError(f"expected one root in (0, 1), got {roots}")
+    derived = -sp.log(small[0]) / 2
+    cosh_derived = sp.radsimp(sp.expand(sp.cosh(2 * derived).rewrite(sp.exp)))
+    return sp.simplify(cosh_derived - sp.cosh(2 * _STATED_BETA_C))
+
+
+_STATED_BETA_C = sp.acosh(d - 2) / 2
 
 
 @functools.cache
@@ -104,19 +163,10 @@ def critical_beta() -> sp.Expr:
     >>> critical_beta()
     acosh(d - 2)/2
     """
-    lam_q = lyapunov_exponent(-1).subs(mu, 0)
-    roots = sp.solve(sp.numer(sp.together(lam_q)), q)
-    # The root below 1 (q = e^{-2 beta} <= 1 for beta >= 0): check it numerically at d = 5.
-    small = [x for x in roots if x.subs(d, 5).evalf() < 1]
-    if len(small) != 1:
-        raise AssertionError(f"expected one root in (0, 1), got {roots}")
-    derived = -sp.log(small[0]) / 2
-    stated = sp.acosh(d - 2) / 2
-    # cosh is injective on [0, oo) and both are >= 0 there: compare cosh(2 beta).
-    cosh_derived = sp.radsimp(sp.expand(sp.cosh(2 * derived).rewrite(sp.exp)))
-    if sp.simplify(cosh_derived - sp.cosh(2 * stated)) != 0:
-        raise AssertionError(f"derived beta_c {derived} differs from {stated}")
-    return stated
+    residual = critical_beta_residual()
+    if residual != 0:
+        raise AssertionError(f"derived beta_c differs from {_STATED_BETA_C}: residual {residual}")
+    return _STATED_BETA_C
 
 
 @functools.cache

@@ -32,6 +32,7 @@ TOKENS = ("tokens", "--tokens", "3", "--betas", "1:3:6", "--dim", "3", "--trajec
           "--layers", "5", "--horizon", "4")
 
 
+@pytest.mark.slow  # a subprocess: an interpreter and JAX start
 def test_console_script_is_installed():
     script = os.path.join(os.path.dirname(sys.executable), "spheresde")
     proc = subprocess.run([script, "--help"], capture_output=True, text=True, env=ENV)
@@ -51,6 +52,7 @@ BAD_INPUTS = [
 ]
 
 
+@pytest.mark.slow
 def test_bad_input_in_a_process_is_one_line_and_exit_2(tmp_path):
     proc = spheresde("phase", "--dims", "1", "--out", tmp_path, check=False)
     assert proc.returncode == 2
@@ -87,6 +89,7 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
     assert "--out" in err
 
 
+@pytest.mark.slow
 def test_csv_columns_and_metadata(tmp_path):
     spheresde(*TOKENS, "--out", tmp_path, "--seed", 3, "--quiet")
     table = rows(tmp_path / "tokens.csv")
@@ -107,6 +110,7 @@ def test_csv_columns_and_metadata(tmp_path):
     assert (tmp_path / "tokens.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_gives_the_uninterrupted_csv(tmp_path):
     # 12 points of ~0.1-0.3 s each after one compilation: time to interrupt mid-sweep
     sweep = ("tokens", "--tokens", "3", "--betas", "0.5:3:12", "--dim", "3",
@@ -136,7 +140,9 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_csv(tmp_path):
 
 
 def test_field_figure(tmp_path):
-    spheresde("field", "--out", tmp_path)
+    from spheresde.cli import main
+
+    assert main(["field", "--out", str(tmp_path), "--quiet"]) == 0
     table = rows(tmp_path / "field.csv")
     # the projection removes the normal part: <x, P_x A> = 0 at every query x
     for r in table:
@@ -149,11 +155,12 @@ def test_field_figure(tmp_path):
 PHASE_GRID = ("--dims", "4,6", "--betas", "0.5,1,2,3")
 
 
+@pytest.mark.slow
 def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path, "--quiet")
     table = rows(tmp_path / "phase.csv")
-    assert list(table[0])[:8] == ["d", "beta", "method", "trajectories", "p_antipodal",
-                                  "p_single", "p_undecided", "stderr"]
+    assert list(table[0]) == ["d", "beta", "p_antipodal", "p_single", "p_undecided", "stderr",
+                              "p_exact", "beta_c", "trajectories", "sigma", "method"]
     assert [(r["d"], r["beta"]) for r in table] == [
         (d, b) for d in ("4", "6") for b in ("0.5", "1.0", "2.0", "3.0")]
     assert {r["method"] for r in table} == {"exact"}
@@ -176,37 +183,36 @@ def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     assert meta["params"]["sigma"] == 2.0
     assert [r["points_computed"] for r in meta["runs"]] == [8]  # a fresh sweep
     # pure noise: sigma only rescales depth-time, so the t -> infinity law is the same
-    assert (tmp_path / "phase.csv").read_text() == before.replace(",1.0,0.0\n", ",2.0,0.0\n")
+    assert (tmp_path / "phase.csv").read_text() == before.replace(",1.0,exact\n", ",2.0,exact\n")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("method", "sizes"),
+    "sizes",
     [
         # quick-like sizes (quick itself: 4000 trajectories, T = 100): 2000, dt = 1/20, T = 50
-        ("reduced", ("--trajectories", "2000", "--layers", "20", "--horizon", "50")),
+        {"method": "reduced", "trajectories": 2000, "layers": 20, "horizon": 50.0},
         # the network itself, smaller: 400 trajectories, L = 20, T = 20
-        ("discrete", ("--trajectories", "400", "--layers", "20", "--horizon", "20")),
+        {"method": "discrete", "trajectories": 400, "layers": 20, "horizon": 20.0},
     ],
 )
-def test_monte_carlo_agrees_with_exact(tmp_path, method, sizes):
+def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
     """|P_MC - P_exact| <= 4 s.e. + undecided at every point (s.e. <= 0.025 at N = 400).
 
     s.e. is the larger of the estimate's and the exact binomial one sqrt(p (1-p) / N), so
     that a point with no antipodal sample is still judged against its exact error bar.
     """
+    from spheresde.experiments import PhaseSpec, run_phase
     from spheresde.experiments._report import agreement_band
 
-    spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path / "exact", "--quiet")
-    spheresde("phase", *PHASE_GRID, "--method", method, *sizes, "--out", tmp_path / "mc",
-              "--quiet")
-    exact = rows(tmp_path / "exact" / "phase.csv")
-    mc = rows(tmp_path / "mc" / "phase.csv")
+    grid = {"dims": (4, 6), "betas": (0.5, 1.0, 2.0, 3.0)}
+    exact = run_phase(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet=True).rows
+    mc = run_phase(PhaseSpec(**grid, **sizes), tmp_path / "mc", quiet=True).rows
     assert len(mc) == len(exact) == 8
     for e, m in zip(exact, mc, strict=True):
-        assert (e["d"], e["beta"]) == (m["d"], m["beta"])
-        assert m["p_exact"] == e["p_antipodal"]
-        gap = abs(float(m["p_antipodal"]) - float(e["p_antipodal"]))
+        assert (e.d, e.beta) == (m.d, m.beta)
+        assert m.p_exact == e.p_antipodal
+        gap = abs(m.p_antipodal - e.p_antipodal)
         assert gap <= agreement_band(m), (m, e)
 
 
@@ -225,11 +231,14 @@ def test_reproduce_writes_every_figure_and_the_report(tmp_path):
 
 
 def test_hybrid_exact_columns(tmp_path):
-    spheresde("hybrid", "--method", "exact", "--tokens", "2", "--betas", "1,4", "--eps",
-              "0.5,2", "--out", tmp_path, "--quiet")
+    from spheresde.cli import main
+
+    main(["hybrid", "--method", "exact", "--tokens", "2", "--betas", "1,4", "--eps", "0.5,2",
+          "--out", str(tmp_path), "--quiet"])
     table = rows(tmp_path / "hybrid.csv")
-    assert list(table[0])[:7] == ["beta", "eps", "tokens", "p_single", "p_antipodal",
-                                  "p_undecided", "dominant"]
+    assert list(table[0])[:6] == ["beta", "eps", "p_single", "p_antipodal", "p_undecided",
+                                  "dominant"]
+    assert {r["tokens"] for r in table} == {"2"}
     assert len(table) == 4
     for r in table:
         fractions = {k: float(r[f"p_{k}"]) for k in ("single", "antipodal", "undecided")}

@@ -2,17 +2,31 @@
 
 import csv
 import json
+from dataclasses import dataclass
 
 import pytest
 
 from spheresde.experiments import ParameterMismatch, Sweep, point_seed
 
-COLUMNS = ("a", "b", "value")
+COLUMNS = ("a", "b", "value", "counts")
+
+
+@dataclass(frozen=True)
+class Toy:
+    a: int
+    b: float
+    value: float
+    counts: tuple[int, ...]
 
 
 def toy(point):
     # deterministic in the point only, like every real experiment (seeded by point_seed)
-    return {"value": point_seed(7, point) / 2**32}
+    seed = point_seed(7, point)
+    return Toy(point["a"], point["b"], seed / 2**32, (seed % 5, point["a"]))
+
+
+def sweep(out, params, **kwargs):
+    return Sweep(out, "toy", params, Toy, ("a", "b"), **kwargs)
 
 
 def grid():
@@ -25,23 +39,24 @@ def read(path):
 
 
 def test_rows_metadata_and_order(tmp_path):
-    sweep = Sweep(tmp_path, "toy", {"seed": 7, "x": [1, 2]}, COLUMNS, ("a", "b"))
-    rows = sweep.run(grid(), toy, quiet=True)
-    assert [(r["a"], r["b"]) for r in rows] == [(str(p["a"]), repr(p["b"])) for p in grid()]
-    assert read(tmp_path / "toy.csv") == rows
+    rows = sweep(tmp_path, {"seed": 7, "x": [1, 2]}, echo={"x": 2.5}).run(grid(), toy, quiet=True)
+    assert rows == [toy(p) for p in grid()]  # typed rows, in grid order
+    table = read(tmp_path / "toy.csv")
+    assert [(r["a"], r["b"]) for r in table] == [(str(p["a"]), repr(p["b"])) for p in grid()]
+    assert [float(r["value"]) for r in table] == [r.value for r in rows]  # exact round trip
+    assert {r["x"] for r in table} == {"2.5"}  # the echoed parameter, on every row
     meta = json.loads((tmp_path / "toy.json").read_text())
     assert meta["params"] == {"seed": 7, "x": [1, 2]}
     assert meta["seed"] == 7
     assert meta["version"]
-    assert meta["columns"] == list(COLUMNS)
+    assert meta["columns"] == [*COLUMNS, "x"]
     assert [r["points_computed"] for r in meta["runs"]] == [6]
     assert meta["runs"][0]["finished"] is True
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
 
 
 def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
-    whole = Sweep(tmp_path / "whole", "toy", {"seed": 7}, COLUMNS, ("a", "b"))
-    whole.run(grid(), toy, quiet=True)
+    expected = sweep(tmp_path / "whole", {"seed": 7}).run(grid(), toy, quiet=True)
 
     calls = []
 
@@ -51,15 +66,15 @@ def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
             raise KeyboardInterrupt
         return toy(point)
 
-    first = Sweep(tmp_path / "cut", "toy", {"seed": 7}, COLUMNS, ("a", "b"))
     with pytest.raises(KeyboardInterrupt):
-        first.run(grid(), dies_at_third, quiet=True)
+        sweep(tmp_path / "cut", {"seed": 7}).run(grid(), dies_at_third, quiet=True)
     assert len(read(tmp_path / "cut" / "toy.csv")) == 2
 
     resumed = []
-    again = Sweep(tmp_path / "cut", "toy", {"seed": 7}, COLUMNS, ("a", "b"))
-    again.run(grid(), lambda p: resumed.append(p) or toy(p), quiet=True)
+    rows = sweep(tmp_path / "cut", {"seed": 7}).run(
+        grid(), lambda p: resumed.append(p) or toy(p), quiet=True)
     assert len(resumed) == 4  # the two finished points are not recomputed
+    assert rows == expected  # the stored rows read back into the same typed values
     cut, whole = (tmp_path / "cut" / "toy.csv"), (tmp_path / "whole" / "toy.csv")
     assert cut.read_text() == whole.read_text()
     runs = json.loads((tmp_path / "cut" / "toy.json").read_text())["runs"]
@@ -68,19 +83,27 @@ def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
 
 
 def test_other_parameters_refuse_unless_overwrite(tmp_path):
-    Sweep(tmp_path, "toy", {"seed": 7, "n": 1}, COLUMNS, ("a", "b")).run(grid(), toy, quiet=True)
+    sweep(tmp_path, {"seed": 7, "n": 1}).run(grid(), toy, quiet=True)
     with pytest.raises(ParameterMismatch, match=r"n: stored 1 vs now 2"):
-        Sweep(tmp_path, "toy", {"seed": 7, "n": 2}, COLUMNS, ("a", "b"))
-    fresh = Sweep(tmp_path, "toy", {"seed": 7, "n": 2}, COLUMNS, ("a", "b"), overwrite=True)
+        sweep(tmp_path, {"seed": 7, "n": 2})
+    fresh = sweep(tmp_path, {"seed": 7, "n": 2}, overwrite=True)
     assert not fresh.rows
     fresh.run(grid()[:1], toy, quiet=True)
     assert len(read(tmp_path / "toy.csv")) == 1
 
 
 def test_csv_without_metadata_is_not_adopted(tmp_path):
-    (tmp_path / "toy.csv").write_text("a,b,value\n1,0.5,3\n")
+    (tmp_path / "toy.csv").write_text("a,b,value,counts\n1,0.5,3,1 2\n")
     with pytest.raises(ParameterMismatch, match="without its metadata"):
-        Sweep(tmp_path, "toy", {"seed": 7}, COLUMNS, ("a", "b"))
+        sweep(tmp_path, {"seed": 7})
+
+
+def test_compute_must_return_the_row_of_its_point(tmp_path):
+    with pytest.raises(ValueError, match="another point"):
+        sweep(tmp_path, {"seed": 7}).run(grid(), lambda p: toy({**p, "a": p["a"] + 1}),
+                                          quiet=True)
+    with pytest.raises(TypeError, match="must return a Toy"):
+        sweep(tmp_path / "dict", {"seed": 7}).run(grid(), lambda p: {"value": 1.0}, quiet=True)
 
 
 def test_point_seed_depends_on_seed_and_point_only():

@@ -1,61 +1,60 @@
-"""The paper's experiments as resumable sweeps, their figures and the reproduction report.
+"""The paper's experiments as typed specs, resumable sweeps, figures and a report.
 
-Used by the ``spheresde`` command line (:mod:`spheresde.cli`); every function here
-writes into an output directory and can be re-run to resume. Importing this package is
-cheap (JAX is imported only when a sweep runs), so argument errors are reported fast.
+Each experiment is a frozen spec (:class:`PhaseSpec`, :class:`HybridSpec`,
+:class:`TokensSpec`, :class:`FieldSpec`, :class:`ReproduceSpec`) and one function that
+runs it into an output directory (:func:`run_phase`, ...; :func:`run` dispatches). The
+``spheresde`` command line is derived from the specs. Every sweep can be re-run to
+resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
+:class:`TokensRow`). Importing this package imports the simulators' dependencies (JAX)
+through :mod:`spheresde`; the simulations themselves start only when a sweep runs.
 """
 
 from __future__ import annotations
 
+from ._field import FieldSpec, run_field
+from ._hybrid import HybridRow, HybridSpec, run_hybrid
+from ._phase import PhaseRow, PhaseSpec, run_phase
+from ._reproduce import ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE
-from ._sweep import ParameterMismatch, Sweep, atomic_write_text, format_value, point_seed
-
-
-class BadParameters(ValueError):
-    """A combination of parameters that no method can serve (e.g. exact with n > 2)."""
-
-
-def command_params(args) -> dict:
-    """The parameters of a parsed sub-command that determine its results (resume identity)."""
-    return {
-        k: v
-        for k, v in vars(args).items()
-        if k not in ("command", "parser", "out", "quiet", "overwrite")
-    }
-
-
-def run_command(args, out) -> list[str]:
-    """Run the sub-command parsed into ``args`` into directory ``out``; return summary lines."""
-    params = command_params(args)
-    if args.command == "field":
-        from ._field import run_field
-
-        info = run_field(out, **params)
-        return [f"wrote {info['png']} and {info['csv']}"]
-    if args.command == "reproduce":
-        from ._reproduce import reproduce
-
-        return reproduce(out, args.scale, seed=args.seed, quiet=args.quiet,
-                         overwrite=args.overwrite)
-    from . import _hybrid, _phase, _tokens
-
-    run = {"phase": _phase.run_phase, "hybrid": _hybrid.run_hybrid,
-           "tokens": _tokens.run_tokens}[args.command]
-    info = run(out, params, quiet=args.quiet, overwrite=args.overwrite)
-    return [f"wrote {info['csv']}, {info['json']} and {info['png']}"]
-
+from ._spec import BadParameters, ExperimentSpec
+from ._sweep import (
+    ParameterMismatch,
+    Sweep,
+    SweepResult,
+    atomic_write_text,
+    format_value,
+    point_seed,
+)
+from ._tokens import TokensRow, TokensSpec, run_tokens
+from .registry import RUNNERS, SPECS, run
 
 __all__ = [
     "PAPER",
     "QUICK",
+    "RUNNERS",
     "SCALES",
     "SMOKE",
+    "SPECS",
     "BadParameters",
+    "ExperimentSpec",
+    "FieldSpec",
+    "HybridRow",
+    "HybridSpec",
     "ParameterMismatch",
+    "PhaseRow",
+    "PhaseSpec",
+    "ReproduceSpec",
     "Sweep",
+    "SweepResult",
+    "TokensRow",
+    "TokensSpec",
     "atomic_write_text",
-    "command_params",
     "format_value",
     "point_seed",
-    "run_command",
+    "reproduce",
+    "run",
+    "run_field",
+    "run_hybrid",
+    "run_phase",
+    "run_tokens",
 ]

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
-from ._plotting import ANTIPODAL, SINGLE, atomic_write_text, plt, save
+from ._plotting import ANTIPODAL, SINGLE, save, subplots
+from ._spec import ExperimentSpec, at_least, param
+from ._sweep import atomic_write_text
+
+
+@dataclass(frozen=True)
+class FieldSpec(ExperimentSpec):
+    """Figure 1: the attention field on the circle (d = 2, Q = K = Id, tokens (x, X^1, X^2))."""
+
+    command: ClassVar[str] = "field"
+    summary: ClassVar[str] = "Figure 1: the attention field on the circle"
+
+    beta: float = param(1.0, "inverse temperature beta of the attention", check=at_least(0.0))
 
 
 def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
@@ -36,9 +50,9 @@ def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
 
 
 def run_field(
+    spec: FieldSpec,
     out: str | os.PathLike,
     *,
-    beta: float = 1.0,
     angles: tuple[float, ...] = (0.35 * np.pi, 1.15 * np.pi),
     points: int = 32,
 ) -> dict:
@@ -46,6 +60,7 @@ def run_field(
 
     ``angles`` place the fixed tokens :math:`X^1, X^2` on the circle (d = 2); Q = K = Id.
     """
+    beta = spec.beta
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     theta = np.linspace(0.0, 2 * np.pi, points, endpoint=False)
@@ -60,7 +75,7 @@ def run_field(
         buf.write(",".join(repr(float(v)) for v in vals) + "\n")
     atomic_write_text(out / "field.csv", buf.getvalue())
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.8))
+    fig, axes = subplots(1, 2, figsize=(9.5, 4.8))
     circle = np.linspace(0, 2 * np.pi, 400)
     titles = (
         r"unnormalized $A^{U}_\beta(x, \mathbf{X})$",

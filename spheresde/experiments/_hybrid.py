@@ -3,65 +3,111 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ._sweep import Sweep, point_seed
-
-COLUMNS = (
-    "beta", "eps", "tokens", "p_single", "p_antipodal", "p_undecided", "dominant", "stderr",
-    "p_exact", "d", "mu", "method", "trajectories", "layers", "horizon", "tol",
-)
+from .._outcomes import DEFAULT_TOL
+from ._phase import SAMPLING, Method
+from ._spec import ExperimentSpec, at_least, between, greater_than, param
+from ._sweep import Sweep, SweepResult, point_seed
 
 
-def check(params: dict) -> None:
-    from . import BadParameters
-
-    if params["method"] in ("exact", "reduced") and params["tokens"] != 2:
-        raise BadParameters(
-            f"--method {params['method']} describes two tokens only (got --tokens "
-            f"{params['tokens']}); use --method particles or discrete"
-        )
+def _two_tokens_only(spec: HybridSpec) -> str | None:
+    if spec.method in ("exact", "reduced") and spec.tokens != 2:
+        return (f"--method {spec.method} describes two tokens only (got --tokens "
+                f"{spec.tokens}); use --method particles or discrete")
+    return None
 
 
-def _point(params: dict, point: dict) -> dict:
+@dataclass(frozen=True)
+class HybridSpec(ExperimentSpec):
+    """Figure 4: the dominant outcome of V = (mu/sqrt L) Id + eps G over betas x eps.
+
+    The defaults are the ``quick`` sizes (three tokens in d = 3, the discrete network).
+    """
+
+    command: ClassVar[str] = "hybrid"
+    summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
+    rules: ClassVar[tuple] = (_two_tokens_only,)
+    unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
+
+    betas: tuple[float, ...] = param((1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
+                                     "inverse temperatures beta: a list or start:stop:num",
+                                     check=at_least(0.0))
+    eps: tuple[float, ...] = param((0.25, 0.5, 1.0, 1.5, 2.0),
+                                   "noise levels eps: a list or start:stop:num",
+                                   check=greater_than(0.0))
+    tokens: int = param(3, "number of tokens n", check=at_least(2))
+    dim: int = param(3, "token dimension d", check=at_least(2))
+    mu: float = param(1.0, "deterministic part of V = (mu/sqrt L) Id + eps G",
+                      check=at_least(0.0))
+    trajectories: int = param(400, "Monte Carlo samples per grid point", check=greater_than(0))
+    layers: int = param(10, "layers per unit of depth-time; step dt = 1/L",
+                        check=greater_than(0), metavar="L")
+    horizon: float = param(50.0, "depth-time horizon; round(T*L) layers in all",
+                           check=greater_than(0.0), metavar="T")
+    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
+    method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
+    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
+                      check=at_least(0))
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid, beta-major: ``{"beta": beta, "eps": eps}``."""
+        return [{"beta": b, "eps": e} for b in self.betas for e in self.eps]
+
+
+@dataclass(frozen=True)
+class HybridRow:
+    """One cell of Figure 4: outcome fractions, the dominant one, the two-token exact value."""
+
+    beta: float
+    eps: float
+    p_single: float
+    p_antipodal: float
+    p_undecided: float
+    dominant: str  # "single", "antipodal" or "undecided"
+    stderr: float  # binomial standard error of p_antipodal
+    p_exact: float  # exact two-token P(antipodal), nan for more tokens
+    trajectories: int
+
+
+def _point(spec: HybridSpec, point: dict) -> HybridRow:
     import jax
 
     from ._simulate import exact_two_tokens, simulate
 
-    beta, eps, n, d, mu = point["beta"], point["eps"], params["tokens"], params["dim"], params["mu"]
+    beta, eps, n, d, mu = point["beta"], point["eps"], spec.tokens, spec.dim, spec.mu
     exact = exact_two_tokens(beta, d, mu=mu, eps=eps) if n == 2 else None
-    if params["method"] == "exact":
-        result = exact
+    if spec.method == "exact":
+        fractions = exact
     else:
-        key = jax.random.PRNGKey(point_seed(params["seed"], point))
-        result = simulate(
-            params["method"], key, tokens=n, beta=beta, d=d, mu=mu, eps=eps,
-            trajectories=params["trajectories"], layers=params["layers"],
-            horizon=params["horizon"], tol=params["tol"],
-        )
-    return {
-        **result.fractions(),
-        "dominant": result.dominant(),
-        "stderr": result.stderr(),
-        "p_exact": exact.antipodal if exact is not None else float("nan"),
-        "tokens": n, "d": d, "mu": mu, "method": params["method"],
-        "trajectories": result.trajectories,
-        **{k: params[k] for k in ("layers", "horizon", "tol")},
-    }
+        key = jax.random.PRNGKey(point_seed(spec.seed, point))
+        fractions = simulate(
+            spec.method, key, tokens=n, beta=beta, d=d, mu=mu, eps=eps,
+            trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
+            tol=spec.tol,
+        ).fractions
+    return HybridRow(
+        beta=beta, eps=eps, p_single=float(fractions.single),
+        p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
+        dominant=str(fractions.dominant()), stderr=float(fractions.antipodal_se),
+        p_exact=float(exact.antipodal) if exact is not None else float("nan"),
+        trajectories=fractions.count or 0,
+    )
 
 
-def run_hybrid(out: str | os.PathLike, params: dict, *, quiet: bool = False,
-               overwrite: bool = False, name: str = "hybrid") -> dict:
+def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
+               overwrite: bool = False, name: str = "hybrid") -> SweepResult[HybridRow]:
     """Sweep ``betas x eps`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    check(params)
-    sweep = Sweep(out, name, params, COLUMNS, ("beta", "eps"), overwrite=overwrite)
-    points = [{"beta": b, "eps": e} for b in params["betas"] for e in params["eps"]]
-    rows = sweep.run(points, lambda p: _point(params, p), quiet=quiet,
-                     desc=f"{name} ({params['method']}, n={params['tokens']})")
-    png = plot_hybrid(rows, Path(out) / f"{name}.png", d=params["dim"], mu=params["mu"])
-    return {"csv": sweep.csv_path, "json": sweep.meta_path, "png": png, "rows": rows}
+    sweep = Sweep(out, name, spec.params(), HybridRow, ("beta", "eps"), echo=spec.echo(),
+                  overwrite=overwrite)
+    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
+                     desc=f"{name} ({spec.method}, n={spec.tokens})")
+    png = plot_hybrid(rows, spec, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
@@ -91,26 +137,27 @@ def exact_map(betas, eps, d: int, mu: float) -> np.ndarray:
     return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
 
 
-def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
+def plot_hybrid(rows: list[HybridRow], spec: HybridSpec, path: Path) -> Path:
     """Cells coloured by the dominant outcome (shade = its fraction) with three boundaries."""
     from matplotlib.colors import to_rgb
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ._plotting import ANTIPODAL, SINGLE, UNDECIDED, plt, save
+    from ._plotting import ANTIPODAL, SINGLE, UNDECIDED, save, subplots
 
-    betas = sorted({float(r["beta"]) for r in rows})
-    eps = sorted({float(r["eps"]) for r in rows})
-    cell = {(float(r["beta"]), float(r["eps"])): r for r in rows}
+    d, mu = spec.dim, spec.mu
+    betas = sorted({r.beta for r in rows})
+    eps = sorted({r.eps for r in rows})
+    cell = {(r.beta, r.eps): r for r in rows}
     colour = {"single": SINGLE, "antipodal": ANTIPODAL, "undecided": UNDECIDED}
     image = np.ones((len(eps), len(betas), 3))
     for i, e in enumerate(eps):
         for j, b in enumerate(betas):
             r = cell[(b, e)]
-            share = float(r[f"p_{r['dominant']}"])
+            share = getattr(r, f"p_{r.dominant}")
             # white at share 1/3 (no majority), full colour at share 1
             w = np.clip((share - 1 / 3) / (2 / 3), 0, 1)
-            image[i, j] = (1 - w) * np.ones(3) + w * np.array(to_rgb(colour[r["dominant"]]))
+            image[i, j] = (1 - w) * np.ones(3) + w * np.array(to_rgb(colour[r.dominant]))
 
     def edges(v):
         v = np.asarray(v)
@@ -119,7 +166,7 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
         mid = (v[1:] + v[:-1]) / 2
         return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
 
-    fig, ax = plt.subplots(figsize=(10, 5.2))
+    fig, ax = subplots(figsize=(10, 5.2))
     ax.pcolormesh(edges(betas), edges(eps), image, shading="flat")
     fine = np.linspace(max(min(betas), 1e-3), max(betas), 200)
     th = thresholds(fine, d, mu)
@@ -131,7 +178,7 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
     ax.plot(fine, th["linear"], color="k", lw=1.8)
     handles.append(Line2D([], [], color="k",
                           label=r"antipodal pair attracts above (linearization, proofs_check)"))
-    n = int(rows[0]["tokens"])
+    n = spec.tokens
     gb = np.linspace(min(betas), max(betas), 48)
     ge = np.linspace(min(eps), max(eps), 48)
     exact = exact_map(gb, ge, d, mu)
@@ -144,13 +191,12 @@ def plot_hybrid(rows: list[dict], path: Path, *, d: int, mu: float) -> Path:
                               rf"$P(\mathrm{{antipodal}})\leq{exact.max():.2f}$ on this plane"))
     ax.set_xlim(edges(betas)[0], edges(betas)[-1])
     ax.set_ylim(edges(eps)[0], edges(eps)[-1])
-    ax.set_xlabel(r"temperature $\beta$")
+    ax.set_xlabel(r"inverse temperature $\beta$")
     ax.set_ylabel(r"noise $\varepsilon$")
-    r0 = rows[0]
     ax.set_title(
-        f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}: {r0['method']}"
-        + ("" if r0["method"] == "exact" else
-           f", {r0['trajectories']} trajectories, L={r0['layers']}, T={float(r0['horizon']):g}")
+        f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}: {spec.method}"
+        + ("" if spec.method == "exact" else
+           f", {spec.trajectories} trajectories, L={spec.layers}, T={spec.horizon:g}")
         + "\nshade: fraction of the dominant outcome (white = no majority)", fontsize=9)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save(fig, path)

@@ -3,97 +3,142 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ._sweep import Sweep, point_seed
+from .._outcomes import DEFAULT_TOL
+from ._spec import ExperimentSpec, at_least, between, greater_than, param
+from ._sweep import Sweep, SweepResult, point_seed
 
-COLUMNS = (
-    "d", "beta", "method", "trajectories", "p_antipodal", "p_single", "p_undecided", "stderr",
-    "p_exact", "beta_c", "layers", "horizon", "sigma", "tol",
-)
+METHODS = ("exact", "reduced", "particles", "discrete")
+Method = Literal["exact", "reduced", "particles", "discrete"]
+SAMPLING = ("trajectories", "layers", "horizon", "tol")  # what a Monte Carlo method needs
 
 
-def _point(params: dict, point: dict) -> dict:
+@dataclass(frozen=True)
+class PhaseSpec(ExperimentSpec):
+    """Figure 3: P(two uniform tokens end antipodal) on a grid of dimensions x betas.
+
+    The defaults are the ``quick`` sizes: the reduced 1-D SDE of rho instead of the
+    network, fewer trajectories, a coarser step and a shorter horizon than the paper's.
+    """
+
+    command: ClassVar[str] = "phase"
+    summary: ClassVar[str] = "Figure 3: two-token antipodal probability against beta"
+    unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
+
+    dims: tuple[int, ...] = param((4, 5, 6, 7, 8, 9, 10), "token dimensions d, e.g. 4,5,6",
+                                  check=at_least(2))
+    betas: tuple[float, ...] = param(
+        (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
+        "inverse temperatures beta: a list 0.5,1,2 or start:stop:num", check=at_least(0.0))
+    trajectories: int = param(4000, "Monte Carlo samples per grid point", check=greater_than(0))
+    layers: int = param(20, "layers per unit of depth-time; step dt = 1/L",
+                        check=greater_than(0), metavar="L")
+    horizon: float = param(100.0, "depth-time horizon; round(T*L) layers in all",
+                           check=greater_than(0.0), metavar="T")
+    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
+    sigma: float = param(1.0, "noise level sigma of the value matrices", check=greater_than(0.0))
+    method: Method = param(
+        "reduced", "exact: scale-function quadrature (t -> infinity); reduced: Monte Carlo of "
+        "the 1-D SDE of rho; particles: the SDE on the sphere; discrete: the L-layer network")
+    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
+                      check=at_least(0))
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid, dimension-major: ``{"d": d, "beta": beta}``."""
+        return [{"d": d, "beta": b} for d in self.dims for b in self.betas]
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One grid point of Figure 3: outcome fractions, the error bar and the exact limit."""
+
+    d: int
+    beta: float
+    p_antipodal: float
+    p_single: float
+    p_undecided: float
+    stderr: float  # binomial standard error of p_antipodal (0 for the exact method)
+    p_exact: float  # P(antipodal) of the limit t -> infinity (scale function)
+    beta_c: float
+    trajectories: int  # samples behind the fractions (0 for the exact method)
+
+
+def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
     import jax
 
     from .. import two_token
     from ._simulate import exact_two_tokens, simulate
 
     d, beta = point["d"], point["beta"]
-    exact = exact_two_tokens(beta, d, sigma=params["sigma"])
-    if params["method"] == "exact":
-        result = exact
+    exact = exact_two_tokens(beta, d, sigma=spec.sigma)
+    if spec.method == "exact":
+        fractions = exact
     else:
-        key = jax.random.PRNGKey(point_seed(params["seed"], point))
-        result = simulate(
-            params["method"], key, tokens=2, beta=beta, d=d, sigma=params["sigma"],
-            trajectories=params["trajectories"], layers=params["layers"],
-            horizon=params["horizon"], tol=params["tol"],
-        )
-    return {
-        **result.fractions(),
-        "method": params["method"],
-        "trajectories": result.trajectories,
-        "stderr": result.stderr(),
-        "p_exact": exact.antipodal,
-        "beta_c": float(two_token.critical_beta(d)) if d >= 3 else 0.0,
-        **{k: params[k] for k in ("layers", "horizon", "sigma", "tol")},
-    }
+        key = jax.random.PRNGKey(point_seed(spec.seed, point))
+        fractions = simulate(
+            spec.method, key, tokens=2, beta=beta, d=d, sigma=spec.sigma,
+            trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
+            tol=spec.tol,
+        ).fractions
+    return PhaseRow(
+        d=d, beta=beta, p_antipodal=float(fractions.antipodal), p_single=float(fractions.single),
+        p_undecided=float(fractions.undecided), stderr=float(fractions.antipodal_se),
+        p_exact=float(exact.antipodal),
+        beta_c=float(two_token.critical_beta(d)) if d >= 3 else 0.0,
+        trajectories=fractions.count or 0,
+    )
 
 
-def run_phase(out: str | os.PathLike, params: dict, *, quiet: bool = False,
-              overwrite: bool = False, name: str = "phase") -> dict:
-    """Sweep ``params["dims"] x params["betas"]`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    params = dict(params)
-    if params["method"] == "exact":
-        # the limit law has no sampling parameters: keep them out of the resume identity
-        for k in ("trajectories", "layers", "horizon", "tol"):
-            params.pop(k, None)
-        params.update(trajectories=0, layers=0, horizon=0.0, tol=0.0)
-    sweep = Sweep(out, name, params, COLUMNS, ("d", "beta"), overwrite=overwrite)
-    points = [{"d": d, "beta": b} for d in params["dims"] for b in params["betas"]]
-    rows = sweep.run(points, lambda p: _point(params, p), quiet=quiet,
-                     desc=f"{name} ({params['method']})")
-    png = plot_phase(rows, Path(out) / f"{name}.png", sigma=params["sigma"])
-    return {"csv": sweep.csv_path, "json": sweep.meta_path, "png": png, "rows": rows}
+def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
+              overwrite: bool = False, name: str = "phase") -> SweepResult[PhaseRow]:
+    """Sweep ``spec.dims x spec.betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
+    sweep = Sweep(out, name, spec.params(), PhaseRow, ("d", "beta"), echo=spec.echo(),
+                  overwrite=overwrite)
+    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
+                     desc=f"{name} ({spec.method})")
+    png = plot_phase(rows, spec, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
 
-def plot_phase(rows: list[dict], path: Path, *, sigma: float = 1.0) -> Path:
+def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     """Monte Carlo points with error bars (+-2 stderr), exact curves, dashed beta_c(d)."""
     from .. import two_token
-    from ._plotting import plt, save
+    from ._plotting import colors, save, subplots
 
-    dims = sorted({int(r["d"]) for r in rows})
-    betas = sorted({float(r["beta"]) for r in rows})
-    method = rows[0]["method"]
+    dims = sorted({r.d for r in rows})
+    betas = sorted({r.beta for r in rows})
+    method, sigma = spec.method, spec.sigma
     fine = np.linspace(min([*betas, 0.0]), max(betas), 120)
-    colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(dims)))
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    palette = colors("viridis", 0.0, 0.9, len(dims))
+    fig, ax = subplots(figsize=(7.5, 4.8))
     top = 0.0
-    for d, color in zip(dims, colors, strict=True):
+    for d, color in zip(dims, palette, strict=True):
         curve = two_token.antipodal_probability(fine, d, sigma=sigma)
         ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
         top = max(top, float(np.max(curve)))
         if d >= 3:
             ax.axvline(float(two_token.critical_beta(d)), color=color, ls="--", lw=1)
         if method != "exact":
-            mine = [r for r in rows if int(r["d"]) == d]
-            x = np.array([float(r["beta"]) for r in mine])
-            y = np.array([float(r["p_antipodal"]) for r in mine])
-            err = 2 * np.array([float(r["stderr"]) for r in mine])
-            und = np.array([float(r["p_undecided"]) for r in mine])
+            mine = [r for r in rows if r.d == d]
+            x = np.array([r.beta for r in mine])
+            y = np.array([r.p_antipodal for r in mine])
+            err = 2 * np.array([r.stderr for r in mine])
+            und = np.array([r.p_undecided for r in mine])
             ax.errorbar(x, y, yerr=err, fmt="o", ms=4, color=color, capsize=2)
             # the undecided mass could still go either way: show it as an upward band
             ax.vlines(x, y, y + und, color=color, lw=4, alpha=0.25)
             top = max(top, float(np.max(y + np.maximum(und, err))))
-    ax.set_xlabel(r"temperature $\beta$")
+    ax.set_xlabel(r"inverse temperature $\beta$")
     ax.set_ylabel("P(antipodal)")
     ax.set_ylim(-0.02, min(1.02, 1.15 * top + 0.02))
     what = "exact limit (scale function)" if method == "exact" else (
-        f"{method} Monte Carlo, {rows[0]['trajectories']} trajectories, L={rows[0]['layers']}, "
-        f"T={float(rows[0]['horizon']):g}\n(points +-2 s.e., shaded: undecided; lines: exact "
+        f"{method} Monte Carlo, {spec.trajectories} trajectories, L={spec.layers}, "
+        f"T={spec.horizon:g}\n(points +-2 s.e., shaded: undecided; lines: exact "
         "limit t -> inf)")
     ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: "
                  r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$", fontsize=9)

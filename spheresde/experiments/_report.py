@@ -9,16 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._sweep import atomic_write_text
+from ._hybrid import HybridRow
+from ._phase import PhaseRow
+from ._reproduce import ReproduceSpec
+from ._sweep import SweepResult, atomic_write_text
+from ._tokens import TokensRow
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"
 
 
-def _f(x) -> float:
-    return float(x)
-
-
-def agreement_band(row: dict) -> float:
+def agreement_band(row: PhaseRow | HybridRow) -> float:
     """Allowed ``|p_antipodal - p_exact|``: 4 standard errors plus the undecided fraction.
 
     The undecided mass may still end either way, so it widens the band. The standard error
@@ -26,25 +26,25 @@ def agreement_band(row: dict) -> float:
     point with no antipodal sample (estimated error 0) is still judged fairly; 4 of them
     keep a false alarm rare over a whole grid (two-sided 6e-5 per point).
     """
-    p, n = _f(row["p_exact"]), int(row["trajectories"])
-    se = max(_f(row["stderr"]), math.sqrt(p * (1 - p) / n))
-    return 4 * se + _f(row["p_undecided"])
+    p, n = row.p_exact, row.trajectories
+    se = max(row.stderr, math.sqrt(p * (1 - p) / n))
+    return 4 * se + row.p_undecided
 
 
-def mc_agreement(rows: list[dict]) -> tuple[int, int, float]:
+def mc_agreement(rows: list[PhaseRow] | list[HybridRow]) -> tuple[int, int, float]:
     """Points within :func:`agreement_band` of the exact limit; and the worst excess."""
     ok, worst = 0, -math.inf
     for r in rows:
-        excess = abs(_f(r["p_antipodal"]) - _f(r["p_exact"])) - agreement_band(r)
+        excess = abs(r.p_antipodal - r.p_exact) - agreement_band(r)
         ok += excess <= 1e-12
         worst = max(worst, excess)
     return ok, len(rows), worst
 
 
-def _pm(r: dict) -> str:
-    if r["method"] == "exact":
-        return f"{_f(r['p_antipodal']):.3f}"
-    return f"{_f(r['p_antipodal']):.3f} ± {_f(r['stderr']):.3f}"
+def _pm(r: PhaseRow | TokensRow) -> str:
+    if r.trajectories == 0:  # an exact value, no error bar
+        return f"{r.p_antipodal:.3f}"
+    return f"{r.p_antipodal:.3f} ± {r.stderr:.3f}"
 
 
 def _table(header: list[str], body: list[list[str]]) -> str:
@@ -53,26 +53,32 @@ def _table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _sweep_meta(result: dict) -> dict:
-    return json.loads(Path(result["json"]).read_text())
+def _sweep_meta(result: SweepResult) -> dict:
+    return json.loads(Path(result.json).read_text())
 
 
-def _phase_section(results: dict, commands: dict) -> tuple[str, list]:
+def _monte_carlo_sizes(spec) -> str:
+    return (f"{spec.trajectories} trajectories, L = {spec.layers}, T = {spec.horizon:g}, "
+            f"tol = {spec.tol:g}")
+
+
+def _phase_section(results: dict) -> tuple[str, list]:
     from .. import two_token
 
-    rows = results["phase"]["rows"]
-    dims = sorted({int(r["d"]) for r in rows})
-    betas = sorted({_f(r["beta"]) for r in rows})
-    below = [r for r in rows if _f(r["beta"]) <= _f(r["beta_c"])]
-    above = [r for r in rows if _f(r["beta"]) > _f(r["beta_c"])]
-    zero_below = sum(_f(r["p_exact"]) == 0.0 for r in below)
-    positive_above = sum(_f(r["p_exact"]) > 0.0 for r in above)
+    spec = results["phase"].spec
+    rows = results["phase"].rows
+    dims = sorted({r.d for r in rows})
+    betas = sorted({r.beta for r in rows})
+    below = [r for r in rows if r.beta <= r.beta_c]
+    above = [r for r in rows if r.beta > r.beta_c]
+    zero_below = sum(r.p_exact == 0.0 for r in below)
+    positive_above = sum(r.p_exact > 0.0 for r in above)
     shown = [b for b in betas if b in (1.0, 1.5, 2.0, 3.0)] or betas[-3:]
     body = []
     for d in dims:
-        mine = {_f(r["beta"]): r for r in rows if int(r["d"]) == d}
+        mine = {r.beta: r for r in rows if r.d == d}
         body.append([str(d), f"{float(two_token.critical_beta(d)):.4f}"]
-                    + [f"{_pm(mine[b])} (exact {_f(mine[b]['p_exact']):.3f})" for b in shown])
+                    + [f"{_pm(mine[b])} (exact {mine[b].p_exact:.3f})" for b in shown])
     text = [
         "## Theorem 2 and Figure 3: the two-token phase transition",
         "",
@@ -89,12 +95,11 @@ def _phase_section(results: dict, commands: dict) -> tuple[str, list]:
         "",
     ]
     status = []
-    method = rows[0]["method"]
+    method = spec.method
     if method != "exact":
         ok, total, worst = mc_agreement(rows)
         text += [
-            f"Monte Carlo (`{method}`, {rows[0]['trajectories']} trajectories per point, "
-            f"L = {rows[0]['layers']}, T = {_f(rows[0]['horizon']):g}) agrees with the exact "
+            f"Monte Carlo (`{method}`, {_monte_carlo_sizes(spec)}) agrees with the exact "
             f"limit within 4 standard errors plus the undecided fraction at **{ok}/{total}** "
             f"points (largest excess {max(worst, 0):.4f}).",
             "",
@@ -105,23 +110,23 @@ def _phase_section(results: dict, commands: dict) -> tuple[str, list]:
         "",
         "![Figure 3](phase.png)",
         "",
-        f"Command: `{commands['phase']}`",
+        f"Command: `{spec.command_line()}`",
         "",
     ]
     if "phase_discrete" in results:
-        drows = results["phase_discrete"]["rows"]
+        dspec = results["phase_discrete"].spec
+        drows = results["phase_discrete"].rows
         ok, total, worst = mc_agreement(drows)
-        und = max(_f(r["p_undecided"]) for r in drows)
+        und = max(r.p_undecided for r in drows)
         text += [
             "**The discrete network itself** (the paper's simulation, at small sizes: "
-            f"{drows[0]['trajectories']} trajectories, L = {drows[0]['layers']}, "
-            f"T = {_f(drows[0]['horizon']):g}): {ok}/{total} points within 4 standard errors "
+            f"{_monte_carlo_sizes(dspec)}): {ok}/{total} points within 4 standard errors "
             f"plus the undecided fraction of the exact limit (largest undecided fraction "
             f"{und:.3f}, largest excess {max(worst, 0):.4f}).",
             "",
             "![Figure 3, discrete network](phase_discrete.png)",
             "",
-            f"Command: `{commands['phase_discrete']}`",
+            f"Command: `{dspec.command_line()}`",
             "",
         ]
         status.append(("Figure 3 (discrete network vs exact)", f"{ok}/{total} points agree"))
@@ -131,20 +136,20 @@ def _phase_section(results: dict, commands: dict) -> tuple[str, list]:
     return "\n".join(text), status
 
 
-def _follows(rows: list[dict], curve) -> tuple[int, int]:
+def _follows(rows: list[HybridRow], curve) -> tuple[int, int]:
     """Cells whose decided dominant outcome is antipodal exactly when eps > curve(beta)."""
     agree = total = 0
     for r in rows:
-        if r["dominant"] == "undecided":
+        if r.dominant == "undecided":
             continue
-        threshold = curve(_f(r["beta"]))
-        predicted = "antipodal" if np.isfinite(threshold) and _f(r["eps"]) > threshold else "single"
-        agree += predicted == r["dominant"]
+        threshold = curve(r.beta)
+        predicted = "antipodal" if np.isfinite(threshold) and r.eps > threshold else "single"
+        agree += predicted == r.dominant
         total += 1
     return agree, total
 
 
-def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
+def _hybrid_section(results: dict) -> tuple[str, list]:
     from ._hybrid import exact_map, thresholds
 
     text = [
@@ -159,7 +164,7 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
     ]
     status = []
     some = results.get("hybrid") or results.get("hybrid_two_tokens")
-    d, mu = int(some["rows"][0]["d"]), _f(some["rows"][0]["mu"])
+    d, mu = some.spec.dim, some.spec.mu
     grid = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]
     th = thresholds(grid, d, mu)
     body = [[f"{b:g}", f"{p:.4f}", f"{e:.4f}", f"{p / e:.2f}" if np.isfinite(e) else "-"]
@@ -192,19 +197,18 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
     for name, label in (("hybrid", "network"), ("hybrid_two_tokens", "two tokens")):
         if name not in results:
             continue
-        rows = results[name]["rows"]
-        r0 = rows[0]
-        doms = {k: sum(r["dominant"] == k for r in rows) for k in
+        spec, rows = results[name].spec, results[name].rows
+        doms = {k: sum(r.dominant == k for r in rows) for k in
                 ("single", "antipodal", "undecided")}
         text += [
-            f"**{label.capitalize()}** (`{r0['method']}`, n = {r0['tokens']}, d = {r0['d']}, "
-            f"{r0['trajectories']} trajectories, L = {r0['layers']}, "
-            f"T = {_f(r0['horizon']):g}): dominant outcome single in {doms['single']}, "
+            f"**{label.capitalize()}** (`{spec.method}`, n = {spec.tokens}, d = {spec.dim}, "
+            + ("limit t -> infinity" if spec.method == "exact" else _monte_carlo_sizes(spec))
+            + f"): dominant outcome single in {doms['single']}, "
             f"antipodal in {doms['antipodal']}, undecided in {doms['undecided']} of "
             f"{len(rows)} cells.",
         ]
-        if r0["tokens"] == "2":
-            if r0["method"] != "exact":
+        if spec.tokens == 2:
+            if spec.method != "exact":
                 ok, total, _ = mc_agreement(rows)
                 text.append(f"Against the exact two-token probability: {ok}/{total} cells "
                             "within 4 standard errors plus the undecided fraction.")
@@ -223,12 +227,12 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
                 "per temperature (S single, A antipodal, U undecided, eps ascending):",
                 "",
             ]
-            eps = sorted({_f(r["eps"]) for r in rows})
-            cell = {(_f(r["beta"]), _f(r["eps"])): r for r in rows}
+            eps = sorted({r.eps for r in rows})
+            cell = {(r.beta, r.eps): r for r in rows}
             body = []
-            for beta in sorted({_f(r["beta"]) for r in rows}):
-                marks = " ".join(cell[beta, e]["dominant"][0].upper() for e in eps)
-                first = next((e for e in eps if cell[beta, e]["dominant"] == "antipodal"), None)
+            for beta in sorted({r.beta for r in rows}):
+                marks = " ".join(cell[beta, e].dominant[0].upper() for e in eps)
+                first = next((e for e in eps if cell[beta, e].dominant == "antipodal"), None)
                 th = thresholds([beta], d, mu)
                 body.append([f"{beta:g}", marks, "-" if first is None else f"{first:g}",
                              f"{th['paper'][0]:.3f}", f"{th['linear'][0]:.3f}"])
@@ -240,39 +244,38 @@ def _hybrid_section(results: dict, commands: dict) -> tuple[str, list]:
             status.append((f"Figure 4, {label}: which threshold the cells follow",
                            f"paper {paper_ok[0]}/{paper_ok[1]}, "
                            f"linearization {linear_ok[0]}/{linear_ok[1]} cells"))
-        text += ["", f"![Figure 4, {label}]({name}.png)", "", f"Command: `{commands[name]}`", ""]
+        text += ["", f"![Figure 4, {label}]({name}.png)", "",
+                 f"Command: `{spec.command_line()}`", ""]
     status.insert(0, ("Proposition 1: threshold eps = sqrt(2 e^-beta)",
                       "differs from the exact linearization (factor 2 in beta); both reported"))
     return "\n".join(text), status
 
 
-def _tokens_section(results: dict, commands: dict) -> tuple[str, list]:
-    from ._tokens import minority_counts
-
-    rows = results["tokens"]["rows"]
-    ns = sorted({int(r["tokens"]) for r in rows})
-    betas = sorted({_f(r["beta"]) for r in rows})
-    r0 = rows[0]
-    cell = {(int(r["tokens"]), _f(r["beta"])): r for r in rows}
-    body = [[str(n)] + [f"{_pm(cell[n, b])} (und. {_f(cell[n, b]['p_undecided']):.2f})"
+def _tokens_section(results: dict) -> tuple[str, list]:
+    spec, rows = results["tokens"].spec, results["tokens"].rows
+    ns = sorted({r.tokens for r in rows})
+    betas = sorted({r.beta for r in rows})
+    cell = {(r.tokens, r.beta): r for r in rows}
+    body = [[str(n)] + [f"{_pm(cell[n, b])} (und. {cell[n, b].p_undecided:.2f})"
                         for b in betas] for n in ns]
     top = betas[-1]
     sizes = []
     for n in ns:
-        counts = minority_counts(cell[n, top]["minority_counts"])
-        total = sum(counts.values())
-        share = ", ".join(f"{k}+{n - k}: {c / total:.2f}" for k, c in counts.items()) if total \
+        counts = cell[n, top].minority_counts
+        total = sum(counts)
+        share = ", ".join(f"{k}+{n - k}: {c / total:.2f}"
+                          for k, c in enumerate(counts, start=1)) if total \
             else "no antipodal samples"
         sizes.append(f"n = {n}: {share}")
-    best = max(rows, key=lambda r: _f(r["p_antipodal"]))
+    best = max(rows, key=lambda r: r.p_antipodal)
     text = [
         "## Antipodal formations for more than two tokens",
         "",
         "**Paper.** Numerical experiments reveal that antipodal formations persist for "
         "more than two tokens.",
         "",
-        f"**Ours** (`{r0['method']}`, d = {r0['d']}, sigma = {_f(r0['sigma']):g}, "
-        f"{r0['trajectories']} trajectories, L = {r0['layers']}, T = {_f(r0['horizon']):g}). "
+        f"**Ours** (`{spec.method}`, d = {spec.dim}, sigma = {spec.sigma:g}, "
+        f"{_monte_carlo_sizes(spec)}). "
         "P(antipodal) ± standard error, with the undecided fraction:",
         "",
         _table(["n"] + [f"beta={b:g}" for b in betas], body),
@@ -282,17 +285,17 @@ def _tokens_section(results: dict, commands: dict) -> tuple[str, list]:
         "",
         "![antipodal formations](tokens.png)",
         "",
-        f"Command: `{commands['tokens']}`",
+        f"Command: `{spec.command_line()}`",
         "",
     ]
     status = []
     if "tokens_constant" in results:
-        crows = results["tokens_constant"]["rows"]
-        ccell = {(int(r["tokens"]), _f(r["beta"])): r for r in crows}
+        cspec, crows = results["tokens_constant"].spec, results["tokens_constant"].rows
+        ccell = {(r.tokens, r.beta): r for r in crows}
         body = [[str(n)] + [
-            f"{_f(ccell[n, b]['p_single']):.2f} / {_f(ccell[n, b]['p_antipodal']):.2f} / "
-            f"{_f(ccell[n, b]['p_undecided']):.2f}" for b in betas] for n in ns]
-        most = max(crows, key=lambda r: _f(r["p_antipodal"]))
+            f"{ccell[n, b].p_single:.2f} / {ccell[n, b].p_antipodal:.2f} / "
+            f"{ccell[n, b].p_undecided:.2f}" for b in betas] for n in ns]
+        most = max(crows, key=lambda r: r.p_antipodal)
         text += [
             "**Contrast: constant weights V = Id** (the deterministic model of earlier theory, "
             "same starts and grid; the horizon is in that model's own time, see "
@@ -304,20 +307,24 @@ def _tokens_section(results: dict, commands: dict) -> tuple[str, list]:
             "",
             "![constant weights](tokens_constant.png)",
             "",
-            f"Command: `{commands['tokens_constant']}`",
+            f"Command: `{cspec.command_line()}`",
             "",
         ]
         status.append(("Constant weights V = Id (deterministic model)",
-                       f"antipodal at most {_f(most['p_antipodal']):.2f} "
-                       f"(n = {most['tokens']}, beta = {_f(most['beta']):g})"))
+                       f"antipodal at most {most.p_antipodal:.2f} "
+                       f"(n = {most.tokens}, beta = {most.beta:g})"))
     status.insert(0, ("Antipodal formations for n > 2",
-                      f"up to {_f(best['p_antipodal']):.2f} ± {_f(best['stderr']):.2f} "
-                      f"(n = {best['tokens']}, beta = {_f(best['beta']):g})"))
+                      f"up to {best.p_antipodal:.2f} ± {best.stderr:.2f} "
+                      f"(n = {best.tokens}, beta = {best.beta:g})"))
     return "\n".join(text), status
 
 
-def write_report(out: Path, *, scale: str, seed: int, results: dict, commands: dict,
-                 proofs: dict, wall: float) -> Path:
+DOCS_PAGE = ("the theory page \"The discrete model and its conventions\" of the spheresde "
+             "docs (docs/theory/discrete_model.rst)")
+
+
+def write_report(out: Path, *, spec: ReproduceSpec, results: dict, proofs: dict,
+                 wall: float) -> Path:
     """Write ``out/REPORT.md`` from the finished sweeps; return its path."""
     from .. import __version__
 
@@ -382,7 +389,7 @@ def write_report(out: Path, *, scale: str, seed: int, results: dict, commands: d
         key = {"_phase_section": "phase", "_hybrid_section": "hybrid",
                "_tokens_section": "tokens"}[make.__name__]
         if key in results or (key == "hybrid" and "hybrid_two_tokens" in results):
-            text, st = make(results, commands)
+            text, st = make(results)
             sections.append(text)
             status += st
     sections.append("\n".join([
@@ -390,34 +397,38 @@ def write_report(out: Path, *, scale: str, seed: int, results: dict, commands: d
         "",
         "Figure 5 draws one layer (attention, the 1/sqrt(L) scaling, the normalization, the "
         "residual connection). It is a diagram, not a result: there is nothing to compute. "
-        "The layer it draws is `spheresde.simulate_network` (see MODEL.md section 1).",
+        f"The layer it draws is `spheresde.simulate_network` (see {DOCS_PAGE}).",
         "",
     ]))
     status.append(("Figure 5 (diagram)", "nothing to reproduce"))
 
     timing = []
     for name, result in results.items():
-        if "json" in result:
+        if isinstance(result, SweepResult):
             meta = _sweep_meta(result)
-            timing.append([name, f"{name}.csv", f"{name}.png", str(len(result["rows"])),
+            timing.append([name, f"{name}.csv", f"{name}.png", str(len(result.rows)),
                            f"{meta.get('wall_time_s', 0):.1f}",
                            str(meta["runs"][-1]["points_computed"])])
+    tols = [r.spec.tol for r in results.values()
+            if isinstance(r, SweepResult) and "tol" in r.spec.params()]
     header = [
         f"# Reproduction report: {PAPER}",
         "",
-        f"Generated by `spheresde reproduce --scale {scale} --seed {seed}` (spheresde "
+        f"Generated by `{spec.command_line()}` (spheresde "
         f"{__version__}) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; this run took "
         f"{wall:.0f} s. Re-running the same command resumes: finished grid points are "
         "not recomputed.",
         "",
-        "Conventions (MODEL.md): tokens on the unit sphere, layer k at depth-time t = k/L "
-        "(horizon T = round(T L) layers), Ito calculus, Q = K = Id, V with iid N(0, sigma^2) "
-        "entries shared by the tokens of a layer; an outcome is a single cluster if all "
-        "<X_i, X_j> > 1 - tol, antipodal if all |<X_i, X_j>| > 1 - tol with both signs, "
-        "otherwise undecided (tol = 0.01; the undecided fraction is always reported). "
+        f"Conventions ({DOCS_PAGE}): tokens on the unit sphere, layer k at depth-time "
+        "t = k/L (a horizon T means round(T L) layers of step 1/L), Ito calculus, "
+        "Q = K = Id, V with iid N(0, sigma^2) entries shared by the tokens of a layer; an "
+        "outcome is a single cluster if all <X_i, X_j> > 1 - tol, antipodal if all "
+        "|<X_i, X_j>| > 1 - tol with both signs, otherwise undecided (tol = "
+        f"{', '.join(sorted({f'{t:g}' for t in tols}))} in this run; the undecided fraction "
+        "is always reported). "
         + ("At `quick` scale the Monte Carlo is smaller than the paper's (fewer trajectories, "
            "coarser step, shorter horizon) and Figure 3 uses the exact 1-D SDE of rho; "
-           "`--scale paper` uses the paper's sizes." if scale == "quick" else ""),
+           "`--scale paper` uses the paper's sizes." if spec.scale == "quick" else ""),
         "",
         "## Summary",
         "",

@@ -7,33 +7,27 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar, Literal
 
 from ._scales import SCALES
+from ._spec import ExperimentSpec, at_least, param
 from ._sweep import atomic_write_text
 
-# (file stem, sub-command): the sweeps of a reproduction, in the order they run
-SWEEPS = (
-    ("phase", "phase"),
-    ("phase_discrete", "phase"),
-    ("hybrid", "hybrid"),
-    ("hybrid_two_tokens", "hybrid"),
-    ("tokens", "tokens"),
-    ("tokens_constant", "tokens"),
-)
 
-_FLAGS = {"dims": "--dims", "betas": "--betas", "eps": "--eps", "tokens": "--tokens",
-          "dim": "--dim", "trajectories": "--trajectories", "layers": "--layers",
-          "horizon": "--horizon", "method": "--method", "weights": "--weights"}
+@dataclass(frozen=True)
+class ReproduceSpec(ExperimentSpec):
+    """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
 
+    command: ClassVar[str] = "reproduce"
+    summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
 
-def sweep_argv(command: str, config: dict, seed: int) -> list[str]:
-    """The ``spheresde`` arguments of one sweep of a scale (what a user would type)."""
-    argv = [command]
-    for key, value in config.items():
-        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-        argv += [_FLAGS[key], text]
-    return [*argv, "--seed", str(seed)]
+    scale: Literal["quick", "paper", "smoke"] = param(
+        "quick", "quick: about 2 minutes on 2 CPU cores; paper: the paper's sizes (days on a "
+        "CPU, use an accelerator); smoke: toy sizes in seconds, to check the pipeline")
+    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
+                      check=at_least(0))
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
@@ -61,38 +55,28 @@ def _tally(text: str) -> str:
     return found[-1].strip() if found else "no summary line"
 
 
-def reproduce(out: str | os.PathLike, scale: str = "quick", *, seed: int = 0,
-              quiet: bool = False, overwrite: bool = False) -> list[str]:
-    """Run every experiment of ``scale`` into ``out`` (resumable), then write ``REPORT.md``."""
-    from ..cli import build_parser
-    from . import command_params
-    from ._field import run_field
-    from ._hybrid import run_hybrid
-    from ._phase import run_phase
+def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = False,
+              overwrite: bool = False) -> list[str]:
+    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write ``REPORT.md``."""
+    from ._field import FieldSpec, run_field
     from ._report import write_report
-    from ._tokens import run_tokens
+    from .registry import RUNNERS
 
     out = Path(out)
     start = time.perf_counter()
-    parser = build_parser()
-    runners = {"phase": run_phase, "hybrid": run_hybrid, "tokens": run_tokens}
-    results: dict = {"field": run_field(out)}
-    commands: dict[str, str] = {"field": "spheresde field"}
-    for name, command in SWEEPS:
-        config = SCALES[scale].get(name)
-        if config is None:
+    field = FieldSpec()
+    results: dict = {"field": run_field(field, out)}
+    for name, preset in SCALES[spec.scale].items():
+        if preset is None:
             continue
-        argv = sweep_argv(command, config, seed)
-        params = command_params(parser.parse_args(argv))
-        results[name] = runners[command](out, params, quiet=quiet, overwrite=overwrite,
-                                         name=name)
-        commands[name] = "spheresde " + " ".join(argv)
+        sweep = replace(preset, seed=spec.seed)
+        results[name] = RUNNERS[sweep.command](sweep, out, quiet=quiet, overwrite=overwrite,
+                                               name=name)
     if not quiet:
         print("running python -m proofs_check ...", file=sys.stderr)
     proofs = proofs_check_report(out, overwrite=overwrite)
     wall = time.perf_counter() - start
-    report = write_report(out, scale=scale, seed=seed, results=results, commands=commands,
-                          proofs=proofs, wall=wall)
+    report = write_report(out, spec=spec, results=results, proofs=proofs, wall=wall)
     lines = [f"wrote {report}"]
     lines += [f"  {p}" for p in sorted(out.glob("*.png"))]
     lines.append(f"wall time {wall:.0f} s")

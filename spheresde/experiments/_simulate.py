@@ -14,46 +14,26 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 from __future__ import annotations
 
 import functools
-import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from .._outcomes import ANTIPODAL, OutcomeFractions, classify_rho, fractions_from_codes
 
-@dataclass(frozen=True)
-class Outcomes:
-    """Counts of the three outcomes over ``trajectories`` samples (or exact probabilities)."""
 
-    single: float
-    antipodal: float
-    undecided: float
-    trajectories: int  # 0 for an exact (limit) result
-    minority: np.ndarray | None = None  # per antipodal sample: size of the smaller cluster
+class Simulated(NamedTuple):
+    """Monte Carlo outcomes: fractions (from the outcome codes) and cluster sizes.
 
-    def fractions(self) -> dict[str, float]:
-        """``p_single``, ``p_antipodal``, ``p_undecided`` (the CSV columns)."""
-        n = max(self.trajectories, 1)
-        return {
-            "p_single": self.single / n,
-            "p_antipodal": self.antipodal / n,
-            "p_undecided": self.undecided / n,
-        }
+    ``minority``: for every antipodal sample, the size of its smaller cluster (``None``
+    for the reduced 1-D SDE, which has no tokens to count).
+    """
 
-    def stderr(self, which: str = "p_antipodal") -> float:
-        """Binomial standard error of one fraction (0 for an exact result)."""
-        if self.trajectories == 0:
-            return 0.0
-        p = self.fractions()[which]
-        return math.sqrt(p * (1 - p) / self.trajectories)
-
-    def dominant(self) -> str:
-        """The most frequent outcome: ``"single"``, ``"antipodal"`` or ``"undecided"``."""
-        f = self.fractions()
-        return max(("single", "antipodal", "undecided"), key=lambda k: f[f"p_{k}"])
+    fractions: OutcomeFractions
+    minority: np.ndarray | None
 
 
 def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
-    from .._transformer import ConstantWeights, Hybrid, PureNoise
+    from .. import ConstantWeights, Hybrid, PureNoise
 
     if constant:
         return ConstantWeights()
@@ -69,8 +49,7 @@ def _compiled(method: str):
     """
     import jax
 
-    from .. import solve_batch
-    from .._transformer import simulate_network, transformer_sde
+    from .. import simulate_network, solve_batch, transformer_sde
 
     def run(key, tokens0, beta, weights, layers, horizon):
         trajectories, n, d = tokens0.shape
@@ -98,20 +77,20 @@ def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int, weights
 
 
 def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0,
-                     eps: float | None = None) -> Outcomes:
+                     eps: float | None = None) -> OutcomeFractions:
     """Limit probabilities for two uniform tokens (every path ends at rho = +-1)."""
     from .. import two_token
 
     if eps is None:
-        p = float(two_token.antipodal_probability(beta, d, sigma=sigma))
+        p = two_token.antipodal_probability(beta, d, sigma=sigma)
     else:
-        p = float(two_token.antipodal_probability(beta, d, mu=mu, eps=eps))
-    return Outcomes(single=1.0 - p, antipodal=p, undecided=0.0, trajectories=0)
+        p = two_token.antipodal_probability(beta, d, mu=mu, eps=eps)
+    return OutcomeFractions.exact(p)
 
 
 def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
              layers: int, horizon: float, tol: float, sigma: float = 1.0, mu: float = 0.0,
-             eps: float | None = None, constant: bool = False) -> Outcomes:
+             eps: float | None = None, constant: bool = False) -> Simulated:
     """Monte Carlo outcomes of ``tokens`` uniform tokens under ``method`` (see module doc).
 
     Pure noise with ``sigma`` by default; the hybrid model when ``eps`` is given; the
@@ -125,12 +104,10 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
             key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
             **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
         )
-        f = two_token.rho_fractions(rho, tol)
-        single, antipodal = round(float(f.single) * f.count), round(float(f.antipodal) * f.count)
-        return Outcomes(single, antipodal, f.count - single - antipodal, f.count)
+        return Simulated(fractions_from_codes(classify_rho(rho, tol)), None)
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
-    from .._outcomes import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes
+    from .._outcomes import classify, cluster_sizes
 
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d,
                           weights=_weights(sigma, mu, eps, constant),
@@ -138,5 +115,4 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
                           layers=layers, horizon=horizon)
     codes = np.asarray(classify(final, tol))
     minority = np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
-    counts = [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)]
-    return Outcomes(*counts, trajectories, minority)
+    return Simulated(fractions_from_codes(codes), minority)

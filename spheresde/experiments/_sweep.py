@@ -1,6 +1,7 @@
 """Resumable parameter sweeps: one CSV row per grid point, written atomically.
 
-A sweep lives in an output directory as ``NAME.csv`` (the results) and ``NAME.json``
+A sweep lives in an output directory as ``NAME.csv`` (the results, one typed row per
+grid point, see :class:`Sweep`) and ``NAME.json``
 (metadata: package version, every parameter, the seed, and one record per run with its
 wall time and how many grid points it computed). Each finished grid point rewrites the
 whole CSV through a temporary file and :func:`os.replace`, so an interrupted sweep
@@ -16,16 +17,18 @@ one, whatever order the points are computed in.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
 import tempfile
 import time
+import typing
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -75,8 +78,34 @@ def _normalized(params: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(params, sort_keys=True))
 
 
-class Sweep:
+def _spell(value: Any) -> str:
+    """CSV text of one row value; a tuple of integers is written space-separated."""
+    if isinstance(value, tuple):
+        return " ".join(format_value(v) for v in value)
+    return format_value(value)
+
+
+def _reader(annotation: Any) -> Callable[[str], Any]:
+    """Parse CSV text back into a row field of type ``annotation``."""
+    if typing.get_origin(annotation) is tuple:
+        (element, _) = typing.get_args(annotation)
+        return lambda text: tuple(element(v) for v in text.split())
+    if annotation is bool:
+        return lambda text: text == "True"
+    if annotation in (int, float, str):
+        return annotation
+    raise TypeError(f"unsupported row field type {annotation!r}")
+
+
+R = TypeVar("R")
+
+
+class Sweep(Generic[R]):
     """A grid of points computed one by one into ``out/NAME.csv`` with metadata ``out/NAME.json``.
+
+    Rows are typed: ``row_type`` is a dataclass whose first fields are the grid
+    coordinates (``key_columns``); :meth:`run` returns instances of it, and a resumed
+    sweep reads the stored rows back into the same type (floats round-trip exactly).
 
     Parameters
     ----------
@@ -87,10 +116,13 @@ class Sweep:
     params
         Every parameter that changes the results, JSON-serializable; compared with the
         stored ones on reopening.
-    columns
-        CSV columns, in order.
+    row_type
+        The dataclass of a row.
     key_columns
-        The columns that identify a grid point (e.g. ``("d", "beta")``).
+        The row fields that identify a grid point (e.g. ``("d", "beta")``).
+    echo
+        Constant columns appended to every CSV row (the scalar parameters, so that a CSV
+        read alone says how it was made); not part of the typed rows.
     overwrite
         Discard a stored sweep with different parameters instead of refusing.
     """
@@ -100,9 +132,10 @@ class Sweep:
         out: str | os.PathLike,
         name: str,
         params: dict[str, Any],
-        columns: Sequence[str],
+        row_type: type[R],
         key_columns: Sequence[str],
         *,
+        echo: dict[str, Any] | None = None,
         overwrite: bool = False,
     ):
         from .. import __version__
@@ -113,9 +146,13 @@ class Sweep:
         self.csv_path = self.out / f"{name}.csv"
         self.meta_path = self.out / f"{name}.json"
         self.params = _normalized(params)
-        self.columns = list(columns)
+        self.row_type = row_type
+        hints = typing.get_type_hints(row_type)
+        self.readers = {f.name: _reader(hints[f.name]) for f in dataclasses.fields(row_type)}
+        self.echo = {k: _spell(v) for k, v in (echo or {}).items() if k not in self.readers}
+        self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
-        self.rows: dict[tuple[str, ...], dict[str, str]] = {}
+        self.rows: dict[tuple[str, ...], R] = {}
         self.meta: dict[str, Any] = {
             "sweep": name,
             "package": "spheresde",
@@ -164,19 +201,21 @@ class Sweep:
         if not self.csv_path.exists():
             return
         with self.csv_path.open(newline="") as f:
-            for row in csv.DictReader(f):
-                self.rows[self._key(row)] = row
+            for text in csv.DictReader(f):
+                row = self.row_type(**{k: read(text[k]) for k, read in self.readers.items()})
+                self.rows[self._key(dataclasses.asdict(row))] = row
 
-    def _key(self, row: dict[str, Any]) -> tuple[str, ...]:
-        return tuple(format_value(row[c]) for c in self.key_columns)
+    def _key(self, point: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(format_value(point[c]) for c in self.key_columns)
 
     def _write(self, order: Iterable[tuple[str, ...]]) -> None:
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")
-        writer.writeheader()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.columns)
         for key in order:
             if key in self.rows:
-                writer.writerow(self.rows[key])
+                row = dataclasses.asdict(self.rows[key])
+                writer.writerow([_spell(row[c]) for c in self.readers] + list(self.echo.values()))
         atomic_write_text(self.csv_path, buf.getvalue())
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
 
@@ -203,15 +242,15 @@ class Sweep:
     def run(
         self,
         points: Sequence[dict[str, Any]],
-        compute: Callable[[dict[str, Any]], dict[str, Any]],
+        compute: Callable[[dict[str, Any]], R],
         *,
         quiet: bool = False,
         desc: str | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[R]:
         """Compute every missing point, saving after each; return all rows in grid order.
 
-        ``compute(point)`` returns the row's values (the key columns may be omitted: they
-        are taken from ``point``). Rows come back as the CSV strings.
+        ``compute(point)`` returns the row (an instance of ``row_type`` whose key fields
+        are the point's coordinates).
         """
         order = [self._key(p) for p in points]
         pending = [p for p in points if not self.is_done(p)]
@@ -233,11 +272,13 @@ class Sweep:
             dynamic_ncols=True,
         ) as bar:
             for point in pending:
-                values = {**point, **compute(point)}
-                missing = set(self.columns) - set(values)
-                if missing:
-                    raise KeyError(f"compute() gave no value for columns {sorted(missing)}")
-                self.rows[self._key(point)] = {c: format_value(values[c]) for c in self.columns}
+                row = compute(point)
+                if not isinstance(row, self.row_type):
+                    raise TypeError(f"compute() must return a {self.row_type.__name__}, "
+                                    f"got {type(row).__name__}")
+                if self._key(dataclasses.asdict(row)) != self._key(point):
+                    raise ValueError(f"compute({point}) returned the row of another point")
+                self.rows[self._key(point)] = row
                 record["points_computed"] += 1
                 self._stamp(record, start)
                 self._save(order)
@@ -246,3 +287,14 @@ class Sweep:
         record["finished"] = True
         self._write(order)
         return [self.rows[k] for k in order]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult(Generic[R]):
+    """A finished sweep: its spec, its typed rows and the files it wrote."""
+
+    spec: Any
+    rows: list[R]
+    csv: Path
+    json: Path
+    png: Path

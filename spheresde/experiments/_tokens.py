@@ -3,99 +3,139 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ._sweep import Sweep, point_seed
-
-COLUMNS = (
-    "tokens", "beta", "p_single", "p_antipodal", "p_undecided", "stderr", "minority_mean",
-    "minority_counts", "d", "sigma", "weights", "method", "trajectories", "layers", "horizon",
-    "tol",
-)
+from .._outcomes import DEFAULT_TOL
+from ._spec import ExperimentSpec, at_least, between, greater_than, param
+from ._sweep import Sweep, SweepResult, point_seed
 
 
-def _point(params: dict, point: dict) -> dict:
+@dataclass(frozen=True)
+class TokensSpec(ExperimentSpec):
+    """Antipodal formations of n > 2 tokens over numbers of tokens x betas.
+
+    The defaults are the ``quick`` sizes (the discrete network in d = 3).
+    """
+
+    command: ClassVar[str] = "tokens"
+    summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
+
+    tokens: tuple[int, ...] = param((3, 4, 6), "numbers of tokens n, e.g. 3,4,8",
+                                    check=at_least(2))
+    betas: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0, 4.0),
+                                     "inverse temperatures beta: a list or start:stop:num",
+                                     check=at_least(0.0))
+    dim: int = param(3, "token dimension d", check=at_least(2))
+    sigma: float = param(1.0, "noise level sigma of the value matrices", check=greater_than(0.0))
+    trajectories: int = param(400, "Monte Carlo samples per grid point", check=greater_than(0))
+    layers: int = param(20, "layers per unit of depth-time; step dt = 1/L",
+                        check=greater_than(0), metavar="L")
+    horizon: float = param(30.0, "depth-time horizon; round(T*L) layers in all",
+                           check=greater_than(0.0), metavar="T")
+    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
+    method: Literal["particles", "discrete"] = param(
+        "discrete", "particles: the SDE on the sphere; discrete: the network")
+    weights: Literal["noise", "constant"] = param(
+        "noise", "noise: iid N(0, sigma^2) value matrices; constant: V = Id in every layer, "
+        "the deterministic model (horizon in its own time T sqrt(L), see "
+        "spheresde.ConstantWeights)")
+    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
+                      check=at_least(0))
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid, token-count-major: ``{"tokens": n, "beta": beta}``."""
+        return [{"tokens": n, "beta": b} for n in self.tokens for b in self.betas]
+
+
+@dataclass(frozen=True)
+class TokensRow:
+    """One grid point: outcome fractions and the sizes of the two clusters."""
+
+    tokens: int
+    beta: float
+    p_single: float
+    p_antipodal: float
+    p_undecided: float
+    stderr: float  # binomial standard error of p_antipodal
+    minority_mean: float  # mean size of the smaller cluster over antipodal samples (nan: none)
+    # number of antipodal samples whose smaller cluster has k tokens, for k = 1..n//2
+    minority_counts: tuple[int, ...]
+    trajectories: int
+
+
+def _point(spec: TokensSpec, point: dict) -> TokensRow:
     import jax
 
     from ._simulate import simulate
 
     n, beta = point["tokens"], point["beta"]
-    key = jax.random.PRNGKey(point_seed(params["seed"], point))
-    result = simulate(
-        params["method"], key, tokens=n, beta=beta, d=params["dim"], sigma=params["sigma"],
-        trajectories=params["trajectories"], layers=params["layers"],
-        horizon=params["horizon"], tol=params["tol"], constant=params["weights"] == "constant",
+    key = jax.random.PRNGKey(point_seed(spec.seed, point))
+    fractions, minority = simulate(
+        spec.method, key, tokens=n, beta=beta, d=spec.dim, sigma=spec.sigma,
+        trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
+        tol=spec.tol, constant=spec.weights == "constant",
     )
-    minority = np.asarray(result.minority if result.minority is not None else [], dtype=int)
-    counts = np.bincount(minority, minlength=n // 2 + 1)[1:]
-    return {
-        **result.fractions(),
-        "stderr": result.stderr(),
-        "minority_mean": float(minority.mean()) if minority.size else float("nan"),
-        # sizes of the smaller cluster over the antipodal samples, "k:count" for k = 1..n//2
-        "minority_counts": " ".join(f"{k}:{c}" for k, c in enumerate(counts, start=1)),
-        "d": params["dim"], "sigma": params["sigma"], "weights": params["weights"],
-        "method": params["method"],
-        "trajectories": result.trajectories,
-        **{k: params[k] for k in ("layers", "horizon", "tol")},
-    }
+    counts = np.bincount(minority.astype(int), minlength=n // 2 + 1)[1:]
+    return TokensRow(
+        tokens=n, beta=beta, p_single=float(fractions.single),
+        p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
+        stderr=float(fractions.antipodal_se),
+        minority_mean=float(minority.mean()) if minority.size else float("nan"),
+        minority_counts=tuple(int(c) for c in counts), trajectories=fractions.count,
+    )
 
 
-def run_tokens(out: str | os.PathLike, params: dict, *, quiet: bool = False,
-               overwrite: bool = False, name: str = "tokens") -> dict:
+def run_tokens(spec: TokensSpec, out: str | os.PathLike, *, quiet: bool = False,
+               overwrite: bool = False, name: str = "tokens") -> SweepResult[TokensRow]:
     """Sweep ``tokens x betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    sweep = Sweep(out, name, params, COLUMNS, ("tokens", "beta"), overwrite=overwrite)
-    points = [{"tokens": n, "beta": b} for n in params["tokens"] for b in params["betas"]]
-    rows = sweep.run(points, lambda p: _point(params, p), quiet=quiet,
-                     desc=f"{name} ({params['method']})")
-    png = plot_tokens(rows, Path(out) / f"{name}.png")
-    return {"csv": sweep.csv_path, "json": sweep.meta_path, "png": png, "rows": rows}
+    sweep = Sweep(out, name, spec.params(), TokensRow, ("tokens", "beta"), echo=spec.echo(),
+                  overwrite=overwrite)
+    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
+                     desc=f"{name} ({spec.method})")
+    png = plot_tokens(rows, spec, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
 
-def minority_counts(text: str) -> dict[int, int]:
-    """Parse the ``minority_counts`` column."""
-    return {int(k): int(c) for k, c in (item.split(":") for item in text.split())}
-
-
-def plot_tokens(rows: list[dict], path: Path) -> Path:
+def plot_tokens(rows: list[TokensRow], spec: TokensSpec, path: Path) -> Path:
     """Left: outcome fractions against beta per n; right: smaller-cluster sizes at top beta."""
-    from ._plotting import plt, save
+    from ._plotting import colors, save, subplots
 
-    ns = sorted({int(r["tokens"]) for r in rows})
-    colors = plt.cm.plasma(np.linspace(0.0, 0.8, len(ns)))
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
-    for n, color in zip(ns, colors, strict=True):
-        mine = sorted((r for r in rows if int(r["tokens"]) == n), key=lambda r: float(r["beta"]))
-        b = np.array([float(r["beta"]) for r in mine])
-        pa = np.array([float(r["p_antipodal"]) for r in mine])
-        ax.errorbar(b, pa, yerr=2 * np.array([float(r["stderr"]) for r in mine]), color=color,
+    ns = sorted({r.tokens for r in rows})
+    palette = colors("plasma", 0.0, 0.8, len(ns))
+    fig, (ax, bx) = subplots(1, 2, figsize=(11, 4.4))
+    for n, color in zip(ns, palette, strict=True):
+        mine = sorted((r for r in rows if r.tokens == n), key=lambda r: r.beta)
+        b = np.array([r.beta for r in mine])
+        pa = np.array([r.p_antipodal for r in mine])
+        ax.errorbar(b, pa, yerr=2 * np.array([r.stderr for r in mine]), color=color,
                     marker="o", ms=4, capsize=2, label=f"n={n} antipodal")
-        ax.plot(b, [float(r["p_single"]) for r in mine], color=color, ls="--", marker="s", ms=3,
+        ax.plot(b, [r.p_single for r in mine], color=color, ls="--", marker="s", ms=3,
                 label=f"n={n} single")
-        ax.plot(b, [float(r["p_undecided"]) for r in mine], color=color, ls=":", lw=1)
-    ax.set_xlabel(r"temperature $\beta$")
+        ax.plot(b, [r.p_undecided for r in mine], color=color, ls=":", lw=1)
+    ax.set_xlabel(r"inverse temperature $\beta$")
     ax.set_ylabel("fraction of trajectories")
     ax.set_ylim(-0.02, 1.02)
-    r0 = rows[0]
-    model = "V = Id (constant)" if r0["weights"] == "constant" else f"sigma={r0['sigma']}"
-    ax.set_title(f"{r0['method']}, {model}, d={r0['d']}, {r0['trajectories']} trajectories, "
-                 f"L={r0['layers']}, T={float(r0['horizon']):g}\n"
+    model = "V = Id (constant)" if spec.weights == "constant" else f"sigma={spec.sigma:g}"
+    ax.set_title(f"{spec.method}, {model}, d={spec.dim}, {spec.trajectories} trajectories, "
+                 f"L={spec.layers}, T={spec.horizon:g}\n"
                  "solid: antipodal (+-2 s.e.), dashed: single, dotted: undecided", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
 
-    top = max(float(r["beta"]) for r in rows)
+    top = max(r.beta for r in rows)
     width = 0.1 / len(ns)  # narrow bars side by side: k/n of different n can be close
-    for k, (n, color) in enumerate(zip(ns, colors, strict=True)):
-        r = next(r for r in rows if int(r["tokens"]) == n and float(r["beta"]) == top)
-        counts = minority_counts(r["minority_counts"])
-        total = sum(counts.values())
+    for k, (n, color) in enumerate(zip(ns, palette, strict=True)):
+        r = next(r for r in rows if r.tokens == n and r.beta == top)
+        counts = np.array(r.minority_counts)
+        total = int(counts.sum())
         if total == 0:
             continue
-        sizes = np.array(sorted(counts))
-        bx.bar(sizes / n + (k - (len(ns) - 1) / 2) * width,
-               [counts[s] / total for s in sizes], width=width, color=color,
+        sizes = np.arange(1, counts.size + 1)
+        bx.bar(sizes / n + (k - (len(ns) - 1) / 2) * width, counts / total, width=width,
+               color=color,
                label=f"n={n} ({total} antipodal)")
     bx.set_xlabel("size of the smaller cluster / n")
     bx.set_ylabel("share of antipodal trajectories")

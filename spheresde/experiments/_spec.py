@@ -1,0 +1,292 @@
+"""Typed experiment specs: one frozen dataclass per experiment, everything else derived.
+
+A spec's fields are the experiment's parameters, each declared once with :func:`param`
+(type annotation, default, help text, validity check). From the spec class come the
+command-line options (:mod:`spheresde.cli`), and from a spec instance the presets'
+sizes, the resume identity and JSON metadata (:meth:`ExperimentSpec.params`), the CSV
+columns that echo the parameters (:meth:`ExperimentSpec.echo`) and the command line
+printed in reports (:meth:`ExperimentSpec.command_line`). Adding a parameter means adding
+one field to a spec and using it where it matters; the recipe is in the docs
+(:doc:`/contributing`).
+
+Supported field types: ``int``, ``float``, ``bool``, a ``Literal`` of strings (choices),
+``tuple[int, ...]`` (a list ``4,5,6``) and ``tuple[float, ...]`` (a list ``0.5,1,2`` or
+a range ``start:stop:num``). Values are coerced to the declared type on construction, so
+``PhaseSpec(betas=(1, 2))`` and ``PhaseSpec(betas=(1.0, 2.0))`` are the same spec (and
+seed the same random numbers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ._sweep import format_value
+
+Check = Callable[[Any], "str | None"]
+
+
+class BadParameters(ValueError):
+    """Parameters that no experiment can serve; the message says which and why."""
+
+
+# ---------------------------------------------------------------------------- checks
+# A check takes one value (one element of a tuple field) and returns None when it is
+# valid, or the end of a sentence saying what it must be.
+
+
+def greater_than(low: float) -> Check:
+    """Values must be ``> low``."""
+    return lambda v: None if v > low else f"must be > {low:g}"
+
+
+def at_least(low: float) -> Check:
+    """Values must be ``>= low``."""
+    return lambda v: None if v >= low else f"must be >= {low:g}"
+
+
+def between(low: float, high: float) -> Check:
+    """Values must lie in the open interval ``(low, high)``."""
+    return lambda v: None if low < v < high else f"must be in ({low:g}, {high:g})"
+
+
+def param(default: Any, help: str, *, check: Check | None = None,
+          metavar: str | None = None) -> Any:
+    """A spec field: its default, its help text and its validity check.
+
+    ``help`` is the sentence shown by ``spheresde COMMAND --help`` (the default is
+    appended there); ``check`` applies to the value, or to each element of a tuple field.
+    """
+    return dataclasses.field(default=default,
+                             metadata={"help": help, "check": check, "metavar": metavar})
+
+
+# ---------------------------------------------------------------------------- field types
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldKind:
+    """How one spec field is typed: its element type, whether it is a tuple, its choices."""
+
+    element: type
+    is_tuple: bool = False
+    choices: tuple[str, ...] | None = None
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` in the declared type (tuples of elements, numbers as int or float)."""
+        if self.is_tuple:
+            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+                raise TypeError(f"expected a sequence, got {value!r}")
+            return tuple(self._one(v) for v in value)
+        return self._one(value)
+
+    def _one(self, value: Any) -> Any:
+        if self.choices is not None:
+            return str(value)
+        if self.element is bool:
+            if not isinstance(value, bool):
+                raise TypeError(f"expected True or False, got {value!r}")
+            return value
+        if self.element is int:
+            if isinstance(value, bool) or int(value) != value:
+                raise TypeError(f"expected an integer, got {value!r}")
+            return int(value)
+        return float(value)
+
+    def parse(self, text: str) -> Any:
+        """Parse command-line text: a number, a choice, or a list / range for tuples."""
+        text = text.strip()
+        if not self.is_tuple:
+            return self._parse_one(text)
+        if ":" in text and self.element is float:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError(f"{text!r}: a range is start:stop:num")
+            start, stop = (self._parse_one(p) for p in parts[:2])
+            num = FieldKind(int)._parse_one(parts[2])
+            if num < 1:
+                raise ValueError(f"{text!r}: num must be >= 1")
+            if stop < start:
+                raise ValueError(f"{text!r}: stop must be >= start")
+            step = (stop - start) / (num - 1) if num > 1 else 0.0
+            # 12 significant digits: grid keys stay the numbers a user would type
+            return tuple(float(f"{start + k * step:.12g}") for k in range(num))
+        return tuple(self._parse_one(p) for p in text.split(",") if p.strip())
+
+    def _parse_one(self, text: str) -> Any:
+        text = text.strip()
+        if self.choices is not None:
+            return text
+        if self.element is int:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(f"{text!r} is not an integer") from None
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{text!r} is not a finite number")
+        return value
+
+    def spell(self, value: Any) -> str:
+        """The command-line text of ``value`` (the inverse of :meth:`parse`)."""
+        if self.is_tuple:
+            return ",".join(format_value(v) for v in value)
+        return format_value(value)
+
+
+def field_kind(annotation: Any) -> FieldKind:
+    """The :class:`FieldKind` of a resolved type annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return FieldKind(str, choices=tuple(typing.get_args(annotation)))
+    if origin is tuple:
+        element, ellipsis = typing.get_args(annotation)
+        if ellipsis is not Ellipsis or element not in (int, float):
+            raise TypeError(f"unsupported spec field type {annotation!r}")
+        return FieldKind(element, is_tuple=True)
+    if annotation in (int, float, bool):
+        return FieldKind(annotation)
+    raise TypeError(f"unsupported spec field type {annotation!r}")
+
+
+def problem(kind: FieldKind, check: Check | None, value: Any) -> str | None:
+    """What is wrong with an already typed ``value`` (None when it is valid)."""
+    values = value if kind.is_tuple else (value,)
+    if kind.is_tuple:
+        if not values:
+            return "the list is empty"
+        if len(set(values)) != len(values):
+            return f"{kind.spell(value)!r} repeats a value"
+    for v in values:
+        if kind.choices is not None and v not in kind.choices:
+            return f"{v!r} is not one of {', '.join(kind.choices)}"
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{v!r} is not a finite number"
+        message = check(v) if check is not None else None
+        if message:
+            return f"{format_value(v)!r} {message}"
+    return None
+
+
+# ---------------------------------------------------------------------------- specs
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecField:
+    """One parameter of a spec, as the CLI and the docs see it."""
+
+    name: str
+    kind: FieldKind
+    default: Any
+    help: str
+    check: Check | None
+    metavar: str | None
+
+    @property
+    def flag(self) -> str:
+        """The command-line option, ``--name`` (underscores become hyphens)."""
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentSpec:
+    """Base of the experiment specs (each a frozen dataclass, see the module docstring).
+
+    Class attributes of every spec: ``command`` (the ``spheresde`` sub-command),
+    ``summary`` (one line of help), ``rules`` (checks that involve several fields, each
+    ``spec -> message or None``) and ``unused`` (per ``method``, the fields that method
+    ignores: they are left out of the resume identity, the metadata and the CSV).
+    """
+
+    command: ClassVar[str]
+    summary: ClassVar[str]
+    rules: ClassVar[tuple[Callable[[Any], str | None], ...]] = ()
+    unused: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def __post_init__(self):
+        for spec_field in self.spec_fields():
+            value = getattr(self, spec_field.name)
+            try:
+                typed = spec_field.kind.coerce(value)
+            except (TypeError, ValueError) as err:
+                raise BadParameters(f"{spec_field.flag}: {err}") from None
+            object.__setattr__(self, spec_field.name, typed)
+            message = problem(spec_field.kind, spec_field.check, typed)
+            if message:
+                raise BadParameters(f"{spec_field.flag}: {message}")
+        for rule in self.rules:
+            message = rule(self)
+            if message:
+                raise BadParameters(message)
+
+    @classmethod
+    def spec_fields(cls) -> tuple[SpecField, ...]:
+        """Every parameter of the spec, in declaration order."""
+        hints = typing.get_type_hints(cls)
+        return tuple(
+            SpecField(f.name, field_kind(hints[f.name]), f.default, f.metadata["help"],
+                      f.metadata["check"], f.metadata["metavar"])
+            for f in dataclasses.fields(cls)
+        )
+
+    def _used(self) -> list[SpecField]:
+        skip = self.unused.get(getattr(self, "method", None), ())
+        return [f for f in self.spec_fields() if f.name not in skip]
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that determine the results, JSON-ready (tuples as lists).
+
+        This is the resume identity of a sweep and its metadata; fields the chosen
+        ``method`` ignores are left out.
+        """
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in self._used()}
+
+    def echo(self) -> dict[str, Any]:
+        """The scalar parameters (not the grids, not the seed), repeated in every CSV row."""
+        return {f.name: getattr(self, f.name) for f in self._used()
+                if not f.kind.is_tuple and f.name != "seed"}
+
+    def argv(self) -> list[str]:
+        """The ``spheresde`` arguments that rebuild this spec (every field, explicitly)."""
+        argv = [self.command]
+        for f in self._used():
+            value = getattr(self, f.name)
+            if f.kind.element is bool:
+                argv += [f.flag] if value else []
+            else:
+                argv += [f.flag, f.kind.spell(value)]
+        return argv
+
+    def command_line(self) -> str:
+        """What a user types to run this spec: ``spheresde COMMAND --flag value ...``."""
+        return "spheresde " + " ".join(self.argv())
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ExperimentSpec:
+        """A spec from a dict such as :meth:`params` wrote (unknown keys are an error)."""
+        known = {f.name for f in cls.spec_fields()}
+        extra = sorted(set(values) - known)
+        if extra:
+            raise BadParameters(f"{cls.command}: unknown parameters {extra}")
+        return cls(**values)
+
+
+__all__ = [
+    "BadParameters",
+    "ExperimentSpec",
+    "FieldKind",
+    "SpecField",
+    "at_least",
+    "between",
+    "field_kind",
+    "greater_than",
+    "param",
+    "problem",
+]

@@ -16,7 +16,7 @@ from ._hybrid import HybridRow, HybridSpec, run_hybrid
 from ._phase import PhaseRow, PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE
-from ._spec import BadParameters, ExperimentSpec
+from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
 from ._sweep import (
     ParameterMismatch,
     Sweep,
@@ -48,8 +48,12 @@ __all__ = [
     "SweepResult",
     "TokensRow",
     "TokensSpec",
+    "at_least",
     "atomic_write_text",
+    "between",
     "format_value",
+    "greater_than",
+    "param",
     "point_seed",
     "reproduce",
     "run",

@@ -434,7 +434,7 @@ def limit_components_residuals(dim: int, normal_drift: sp.Expr | None = None) ->
     [0],
     [0]])
     >>> limit_components_residuals(2, normal_drift=-1)["drift"].T
-    Matrix([[epsilon**2*a_0**2*x_0/2 + epsilon**2*a_1**2*x_0/2, ...]])
+    Matrix([[a_0**2*epsilon**2*x_0/2 + a_1**2*epsilon**2*x_0/2, ...]])
     """
     from sympy.polys.rings import ring
 

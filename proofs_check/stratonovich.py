@@ -366,10 +366,5 @@ def check_rho_in_coordinates(dim: int) -> dict[str, bool]:
     -------
     dict
         ``{"drift": bool, "variance": bool}``.
-
-    Examples
-    --------
-    >>> check_rho_in_coordinates(2)
-    {'drift': True, 'variance': True}
     """
     return {key: value == 0 for key, value in rho_in_coordinates_residuals(dim).items()}

@@ -4,17 +4,19 @@ import pytest
 import sympy as sp
 
 from proofs_check.limit import (
-    d,
     derive_limit_components,
     derive_limit_span,
     gaussian_expectation,
     generic_span,
+    isserlis_weight,
+    limit_components_residuals,
     normalization_series,
     softmax_attention,
     sphere_supported_drift,
     stated_limit_span,
 )
 from proofs_check.span import TokenSpan
+from proofs_check.symbols import beta, d, eps, mu, rho
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -28,7 +30,6 @@ def test_span_derivation_equals_closed_form(n):
 
 
 def test_span_derivation_with_softmax_attention():
-    rho, beta = sp.symbols("rho beta", real=True)
     span = TokenSpan(sp.Matrix([[1, rho], [rho, 1]]), d)
     att = softmax_attention(span, beta)
     derived, stated = derive_limit_span(span, att), stated_limit_span(span, att)
@@ -53,7 +54,6 @@ def test_sphere_supported_lemma(n):
 def test_normalization_series():
     f1, f2 = normalization_series()
     xi, q, c = sp.symbols("xi q c", real=True)
-    mu = sp.Symbol("mu", nonnegative=True)
     assert f1 == -xi
     assert sp.expand(f2 - (sp.Rational(3, 2) * xi**2 - q / 2 - mu * c)) == 0
 
@@ -65,7 +65,7 @@ def test_gaussian_expectation_known_moments():
     assert gaussian_expectation(g1 * g2 + g1**3, [g1, g2]) == 0
 
 
-@pytest.mark.parametrize("dim", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("dim", [2, 3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
 def test_components_for_every_dimension(dim):
     assert derive_limit_components(dim) == {
         "drift": True,
@@ -76,5 +76,35 @@ def test_components_for_every_dimension(dim):
 
 
 def test_components_reject_a_wrong_drift_coefficient():
-    # -d/2 instead of -(d-1)/2: the explicit derivation must say no.
+    # -d/2 instead of -(d-1)/2: the explicit derivation must say no, and say what is left.
     assert derive_limit_components(3, normal_drift=sp.Rational(-3, 2))["drift"] is False
+    residual = limit_components_residuals(3, normal_drift=sp.Rational(-3, 2))["drift"]
+    x = sp.symbols("x_0:3")
+    a2 = sum(sp.Symbol(f"a_{k}") ** 2 for k in range(3))
+    # derived - stated = (-(d-1)/2 + d/2) eps^2 |A|^2 X = eps^2 |A|^2 X / 2.
+    eps_ = sp.Symbol("epsilon")
+    assert sp.expand(residual - sp.Matrix(x) * eps_**2 * a2 / 2) == sp.zeros(3, 1)
+
+
+def test_components_residuals_are_zero_matrices():
+    res = limit_components_residuals(3)
+    assert res["drift"] == sp.zeros(3, 1)
+    assert res["mean_first_order"] == sp.zeros(3, 1)
+    assert res["covariance_same_token"] == sp.zeros(3, 3)
+    assert res["covariance_cross"] == sp.zeros(3, 3)
+
+
+def test_one_isserlis_for_both_representations():
+    from sympy.polys.rings import ring
+
+    assert [isserlis_weight(p) for p in ([0], [2], [4], [6], [2, 2], [3], [1, 1])] == [
+        1, 1, 3, 15, 1, 0, 0
+    ]
+    _, g1, g2, y = ring("g1, g2, y", sp.QQ)
+    p = (y * g1 + g2) ** 2 + g1**4 + g1 * g2**3
+    e1, e2, ys = sp.symbols("g1 g2 y")
+    assert gaussian_expectation(p, [g1, g2]).as_expr() == gaussian_expectation(
+        p.as_expr(), [e1, e2]
+    ) == ys**2 + 4
+    assert eps.is_positive
+    assert mu.is_nonnegative

@@ -2,11 +2,22 @@
 
 import doctest
 import importlib
+import re
 
 import pytest
+import sympy as sp
 
 import proofs_check.__main__ as cli
-from proofs_check.report import FAIL, MISMATCH, PASS, Check, exit_code, format_report, run_checks
+from proofs_check.report import (
+    FAIL,
+    MISMATCH,
+    PASS,
+    Check,
+    exit_code,
+    format_report,
+    is_zero,
+    run_checks,
+)
 
 MODULES = [
     "proofs_check.span",
@@ -17,6 +28,7 @@ MODULES = [
     "proofs_check.stratonovich",
     "proofs_check.export",
     "proofs_check.report",
+    "proofs_check.symbols",
 ]
 
 
@@ -31,13 +43,23 @@ def test_full_report():
     # ~40 s on 2 cores: every derivation of the report, once.
     rows = run_checks()
     status = {row.claim: row.status for row in rows}
+    for row in rows:
+        assert row.residuals, row.claim
+        assert is_zero(row.residuals), (row.claim, row.failures())
     assert status.pop("Proposition 1: hybrid threshold (two tokens)") == MISMATCH
     assert set(status.values()) == {PASS}, status
     assert len(rows) == 12
     assert exit_code(rows) == 0
     table = format_report(rows, fmt="markdown")
     assert table.count("\n") == len(rows) + 1
-    assert "beta_c(d) = acosh(d - 2)" in format_report(rows)
+    text = format_report(rows)
+    assert "beta_c(d) = acosh(d - 2)" in text
+    assert re.findall(r"^PASS: \d+.*$", text, flags=re.MULTILINE) == [
+        "PASS: 11, FAIL: 0, MISMATCH: 1"
+    ]
+    assert [line.split("  ")[0] for line in text.splitlines() if "MISMATCH  " in line] == [
+        "Proposition 1: hybrid threshold (two tokens)"
+    ]
 
 
 def test_exit_code_and_cli(monkeypatch, capsys):
@@ -48,6 +70,11 @@ def test_exit_code_and_cli(monkeypatch, capsys):
     rows.append(Check("c", "u", "v", FAIL))
     assert cli.main(["--markdown"]) == 1
     assert "| c | u | v | FAIL |" in capsys.readouterr().out
+    rows.append(Check.from_residuals("d", "0", "x", {"derived - stated": sp.Symbol("x")}))
+    assert cli.main([]) == 1
+    out = capsys.readouterr().out
+    assert "    residual[derived - stated] = x" in out
+    assert out.rstrip().splitlines()[-1] == "PASS: 1, FAIL: 2, MISMATCH: 1"
 
 
 def test_unknown_format():

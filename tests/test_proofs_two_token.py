@@ -3,7 +3,6 @@
 import pytest
 import sympy as sp
 
-from proofs_check.limit import d, eps, mu
 from proofs_check.stability import (
     critical_beta,
     hybrid_threshold,
@@ -17,6 +16,7 @@ from proofs_check.stability import (
     stated_lyapunov_minus,
 )
 from proofs_check.stratonovich import check_rho_in_coordinates, check_stratonovich
+from proofs_check.symbols import d, eps, mu
 from proofs_check.two_token import (
     a_of_r,
     b_of_r,
@@ -47,7 +47,7 @@ def test_rho_sde_identities_of_the_design_notes():
     assert sp.simplify(b / (a**2 + b**2) - r * (1 + r) / (1 + r**2)) == 0
 
 
-@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("dim", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_rho_sde_in_coordinates_matches_span(dim):
     assert check_rho_in_coordinates(dim) == {"drift": True, "variance": True}
 
@@ -120,23 +120,37 @@ def test_hybrid_threshold_and_asymptotic():
     assert sp.simplify(denominator + lyapunov_exponent(-1).subs(mu, 0) / (2 * eps**2)) == 0
 
 
-@pytest.mark.parametrize(("dim", "n"), [(2, 1), (2, 2), (3, 1), (3, 2)])
+@pytest.mark.parametrize(
+    ("dim", "n"), [(2, 1), (2, 2), (3, 1), pytest.param(3, 2, marks=pytest.mark.slow)]
+)
 def test_stratonovich_form_generic_attention(dim, n):
     assert check_stratonovich(dim, n) == {
         "closed_form": True,
         "tangent": True,
         "attention_terms_matter": True,
+        "witness_agrees": True,
     }
 
 
 def test_stratonovich_form_softmax_one_token():
-    assert all(check_stratonovich(3, 1, attention="softmax").values())
+    # One token attends to itself (A = X): the attention-derivative terms vanish, computed.
+    assert check_stratonovich(3, 1, attention="softmax") == {
+        "closed_form": True,
+        "tangent": True,
+        "attention_terms_matter": False,
+        "witness_agrees": True,
+    }
 
 
 @pytest.mark.slow
 def test_stratonovich_form_softmax_two_tokens():
     # ~30 s: explicit softmax exponentials instead of the generic affine attention.
-    assert all(check_stratonovich(2, 2, attention="softmax").values())
+    assert check_stratonovich(2, 2, attention="softmax") == {
+        "closed_form": True,
+        "tangent": True,
+        "attention_terms_matter": True,
+        "witness_agrees": True,
+    }
 
 
 def test_stratonovich_check_rejects_frozen_attention(monkeypatch):

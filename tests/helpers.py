@@ -60,6 +60,42 @@ def random_tangent_sde(seed: int, d: int, n: int, m: int, convention: str) -> sp
     return spheresde.SphereSDE(drift, diffusion, (m,), convention)
 
 
+def _coefficient_drift(t, y, args):
+    M, b, _, _ = args
+    return project_tangent(y, jnp.tanh(y @ M.T) + b)
+
+
+def _coefficient_ito_drift(t, y, args):
+    # the tangent part plus a normal part, which the solvers must not be disturbed by
+    return _coefficient_drift(t, y, args) - 0.5 * args[2].shape[0] * y
+
+
+def _coefficient_diffusion(t, y, args, dw):
+    _, _, C, c = args
+    return project_tangent(y, jnp.einsum("k,kde,...e->...d", dw, C, y) + dw @ c)
+
+
+def coefficient_sde(m: int, convention: str) -> spheresde.SphereSDE:
+    r"""The fields of :func:`random_tangent_sde` with their coefficients in ``args``.
+
+    ``args = (M, b, C, c)`` (:func:`random_coefficients`): drift
+    :math:`P_y(\tanh(My) + b)`, diffusion :math:`P_y\sum_k dw_k (C_k y + c_k)`. The
+    functions are the same objects for every draw, so a jitted solve compiles once per
+    shape and not once per draw of the coefficients.
+    """
+    drift = _coefficient_ito_drift if convention == "ito" else _coefficient_drift
+    return spheresde.SphereSDE(drift, _coefficient_diffusion, (m,), convention)
+
+
+def random_coefficients(seed: int, d: int, m: int, noise_scale: float = 1.0) -> tuple:
+    """``(M, b, C, c)`` for :func:`coefficient_sde`: Gaussian, noise scaled by ``noise_scale``."""
+    rng = np.random.default_rng(seed)
+    M, b = rng.normal(size=(d, d)), rng.normal(size=d)
+    C = noise_scale * rng.normal(size=(m, d, d)) / np.sqrt(d)
+    c = noise_scale * rng.normal(size=(m, d))
+    return tuple(jnp.asarray(a) for a in (M, b, C, c))
+
+
 def stratonovich_form(sde: spheresde.SphereSDE) -> spheresde.SphereSDE:
     r"""The same SDE in Stratonovich form, drift :math:`f - \tfrac12\sum_k (D g_k)\, g_k`.
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 
-from ._typing import Array, PRNGKeyArray
+from ._typing import Array, PRNGKeyArray, Words
 
 
 class WeakBrownianPath(diffrax.AbstractBrownianPath):
@@ -99,6 +99,17 @@ def random_signs(key: PRNGKeyArray, shape: tuple[int, ...], dtype=None) -> Array
     """Independent fair signs :math:`\\pm 1` of ``shape``, 32 of them per random word."""
     size = math.prod(shape)
     words = jr.bits(key, (-(-size // 32),), jnp.uint32)
-    bits = (words[:, None] >> jnp.arange(32, dtype=jnp.uint32)) & 1
-    signs = 2 * bits.reshape(-1)[:size].astype(dtype or jnp.result_type(float)) - 1
-    return signs.reshape(shape)
+    signs = bit_signs(words[:, None], jnp.arange(32, dtype=jnp.uint32),
+                      dtype or jnp.result_type(float))
+    return signs.reshape(-1)[:size].reshape(shape)
+
+
+def bit_signs(words: Words, bit, dtype) -> Array:
+    """The sign :math:`2b - 1` of bit ``bit`` (0 to 31) of every ``uint32`` in ``words``.
+
+    The one bit-to-sign conversion of the package: :func:`random_signs` unpacks whole
+    words with it, and the fused two-token kernel (``two_token.simulate_rho``) takes one
+    bit of one word per lane at each of 32 steps, so that no array of signs is ever
+    materialized there. ``bit`` broadcasts against ``words``.
+    """
+    return 2 * ((words >> bit) & 1).astype(dtype) - 1

@@ -11,9 +11,10 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding
 
 from ._brownian import WeakBrownianPath
+from ._devices import leading_axis_sharding
 from ._geometry import retract
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
@@ -273,13 +274,12 @@ def _paths_sharding(paths: int, shard: bool | None) -> NamedSharding | None:
     """How to split ``paths`` over the local devices, or ``None`` for one device."""
     if shard is False:
         return None
-    devices = jax.local_devices()
-    if len(devices) > 1 and paths % len(devices) == 0:
-        return NamedSharding(Mesh(np.array(devices), ("paths",)), PartitionSpec("paths"))
-    if shard:
+    sharding = leading_axis_sharding(paths, "paths")
+    if sharding is None and shard:
+        devices = jax.local_devices()
         raise ValueError(f"solve_batch: shard=True needs several devices that divide the "
                          f"{paths} paths; JAX has {len(devices)} ({devices[0].platform})")
-    return None
+    return sharding
 
 
 @eqx.filter_jit

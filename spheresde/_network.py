@@ -58,7 +58,7 @@ def simulate_network(
     weights: AbstractWeights | None = None,
     *,
     layers: int,
-    horizon: float,
+    horizon: RealScalar,
     trajectories: int,
     Q: Matrix | None = None,
     K: Matrix | None = None,

@@ -13,7 +13,8 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray, Real, UInt32
 
 Token = Float[Array, " d"]
 Tokens = Float[Array, "n d"]
-SpherePoint = Float[Array, "*batch d"]
+SpherePoint = Float[ArrayLike, "*#batch d"]
+"""Points of S^{d-1} (or vectors at them) on the last axis; leading axes broadcast."""
 Scalar = Float[ArrayLike, ""]
 RealScalar = Real[ArrayLike, ""]
 """A real number: a Python ``int`` or ``float``, or a 0-d array (``beta``, ``sigma``)."""

@@ -43,6 +43,7 @@ TWO_DEVICES = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a subprocess with two CPU devices (~20 s)
 def test_paths_split_over_two_devices_give_the_same_answer():
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True,

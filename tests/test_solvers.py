@@ -124,6 +124,7 @@ def test_grid_lands_on_t1():
     assert float(sol.ts[-1]) == 40.0
 
 
+@pytest.mark.slow  # ~12 s: compiles the vmapped and the stacked forms
 def test_unstacked_solve_batch_matches_solve_and_vmap():
     sde = transformer_sde(2.0, PureNoise(1.0), d=3)
     y0 = spheresde.sample_uniform(jr.key(2), (5, 2), 3)
@@ -164,6 +165,7 @@ def test_stacked_state_steps_every_path_as_solve(convention, solver):
         np.testing.assert_allclose(stacked[p], one, atol=1e-13)
 
 
+@pytest.mark.slow  # ~12 s: compiles the vmapped and the stacked forms
 def test_stacked_and_unstacked_solve_batch_agree_in_law():
     # Same law, different draws. rho_T = <X_1, X_2> at T = 1 for the two-token model,
     # 3,000 paths each way, one common start. Mean: standard error of the difference

@@ -57,6 +57,12 @@ napoleon_use_rtype = False
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
+# The jaxtyping aliases of spheresde/_typing.py by name, not expanded into long unions.
+autodoc_type_aliases = {
+    name: f"spheresde._typing.{name}"
+    for name in ("Token", "Tokens", "SpherePoint", "Scalar", "RealScalar", "RealGrid",
+                 "FloatGrid", "FloatNumpy", "FloatArray", "Words", "Matrix")
+}
 autodoc_default_options = {"members": True, "show-inheritance": False}
 autosummary_generate = False
 

@@ -5,22 +5,22 @@ SymPy tells symbols apart by name **and** assumptions: ``Symbol("d")`` and
 between expressions built from the two would silently fail. Every module of
 :mod:`proofs_check` therefore imports its symbols from here.
 
-======== ============================ ===================================================
-name     SymPy name (assumptions)     meaning
-======== ============================ ===================================================
-``s``    ``s`` (positive)             :math:`h^{1/2} = L^{-1/2}`, the expansion parameter
-``t``    ``t`` (nonnegative)          depth-time of the limit SDE
-``d``    ``d`` (positive integer)     dimension of the sphere's ambient space
-``eps``  ``epsilon`` (positive)       noise scale (:math:`\sigma` in pure noise)
-``sigma`` same symbol as ``eps``      pure noise: :math:`\varepsilon = \sigma`
-``mu``   ``mu`` (nonnegative)         deterministic part of the hybrid value matrix
-``beta`` ``beta`` (nonnegative)       inverse temperature of the softmax attention
-``rho``  ``rho`` (real)               two-token inner product :math:`\langle X_1, X_2\rangle`
-``r``    ``r`` (positive)             softmax weight ratio :math:`e^{-\beta(1-\rho)}`
-``z``    ``z`` (real)                 :math:`\operatorname{artanh}\rho`
-``q``    ``q`` (positive)             :math:`e^{-2\beta}` (the ratio ``r`` at :math:`\rho=-1`)
-``eps2`` ``epsilon2`` (positive)      :math:`\varepsilon^2` as an unknown (hybrid threshold)
-======== ============================ ===================================================
+========= ============================ ===================================================
+name      SymPy name (assumptions)     meaning
+========= ============================ ===================================================
+``s``     ``s`` (positive)             :math:`h^{1/2} = L^{-1/2}`, the expansion parameter
+``t``     ``t`` (nonnegative)          depth-time of the limit SDE
+``d``     ``d`` (positive integer)     dimension of the sphere's ambient space
+``eps``   ``epsilon`` (positive)       noise scale (:math:`\sigma` in pure noise)
+``sigma`` same symbol as ``eps``       pure noise: :math:`\varepsilon = \sigma`
+``mu``    ``mu`` (nonnegative)         deterministic part of the hybrid value matrix
+``beta``  ``beta`` (nonnegative)       inverse temperature of the softmax attention
+``rho``   ``rho`` (real)               two-token inner product :math:`\langle X_1, X_2\rangle`
+``r``     ``r`` (positive)             softmax weight ratio :math:`e^{-\beta(1-\rho)}`
+``z``     ``z`` (real)                 :math:`\operatorname{artanh}\rho`
+``q``     ``q`` (positive)             :math:`e^{-2\beta}` (the ratio ``r`` at :math:`\rho=-1`)
+``eps2``  ``epsilon2`` (positive)      :math:`\varepsilon^2` as an unknown (hybrid threshold)
+========= ============================ ===================================================
 
 Examples
 --------

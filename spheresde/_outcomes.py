@@ -37,7 +37,7 @@ def binomial_stderr(p, count: int | None):
     p = np.asarray(p, dtype=float)
     if count is None:
         return np.zeros_like(p)
-    return np.sqrt(p * (1 - p) / count)
+    return np.asarray(np.sqrt(p * (1 - p) / count))
 
 
 def _gram(tokens: Array) -> Array:
@@ -102,7 +102,7 @@ class OutcomeFractions:
     def exact(cls, antipodal) -> OutcomeFractions:
         """Limit probabilities of two tokens: every path ends single or antipodal."""
         p = np.asarray(antipodal, dtype=float)
-        return cls(1.0 - p, p, np.zeros_like(p), None)
+        return cls(np.asarray(1.0 - p), p, np.zeros_like(p), None)
 
     @property
     def single_se(self) -> np.ndarray:
@@ -123,7 +123,7 @@ class OutcomeFractions:
         """Name of the most frequent outcome (ties: the first of single, antipodal,
         undecided), an array of strings over the grid axes."""
         stacked = np.stack([self.single, self.antipodal, self.undecided])
-        return np.asarray(OUTCOME_NAMES)[np.argmax(stacked, axis=0)]
+        return np.asarray(np.asarray(OUTCOME_NAMES)[np.argmax(stacked, axis=0)])
 
 
 def fractions_from_codes(codes) -> OutcomeFractions:
@@ -131,7 +131,8 @@ def fractions_from_codes(codes) -> OutcomeFractions:
     codes = np.asarray(codes)
     if codes.ndim == 0 or codes.shape[-1] == 0:
         raise ValueError("fractions_from_codes needs at least one sample on the last axis")
-    single, antipodal, undecided = (np.mean(codes == c, axis=-1)
+    # np.asarray: a mean over the only axis is a NumPy scalar, not a 0-d array
+    single, antipodal, undecided = (np.asarray(np.mean(codes == c, axis=-1))
                                     for c in (SINGLE, ANTIPODAL, UNDECIDED))
     return OutcomeFractions(single, antipodal, undecided, codes.shape[-1])
 

@@ -17,7 +17,7 @@ import operator
 import jax
 import jax.numpy as jnp
 
-from ._typing import Array
+from ._typing import Array, ArrayLike
 
 UNROLL_MAX = 16
 """Longest axis summed slice by slice; longer axes use ``jnp.sum``."""
@@ -42,7 +42,7 @@ def small_max(x: Array, axis: int = -1, keepdims: bool = False) -> Array:
     return _fold(jnp.maximum, x, axis, keepdims, jnp.max)
 
 
-def inner(a: Array, b: Array) -> Array:
+def inner(a: ArrayLike, b: ArrayLike) -> ArrayLike:
     """``<a, b>`` over the last axis, kept as an axis of length 1 (broadcasts against ``a``)."""
     size = a.shape[-1]
     if size > UNROLL_MAX:
@@ -52,12 +52,12 @@ def inner(a: Array, b: Array) -> Array:
                                            for k in range(size)])
 
 
-def norm(v: Array) -> Array:
+def norm(v: ArrayLike) -> ArrayLike:
     """``|v|`` over the last axis, kept as an axis of length 1."""
     return jnp.sqrt(inner(v, v))
 
 
-def small_matmul(a: Array, b: Array) -> Array:
+def small_matmul(a: ArrayLike, b: ArrayLike) -> ArrayLike:
     """``a @ b`` (batched over leading axes) as a broadcast multiply and sum of slices.
 
     Under ``jax.vmap`` over paths, ``@`` of these tiny blocks becomes a batched matrix

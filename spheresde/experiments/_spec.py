@@ -38,17 +38,17 @@ class BadParameters(ValueError):
 # valid, or the end of a sentence saying what it must be.
 
 
-def greater_than(low: float) -> Check:
+def greater_than(low: float | int) -> Check:
     """Values must be ``> low``."""
     return lambda v: None if v > low else f"must be > {low:g}"
 
 
-def at_least(low: float) -> Check:
+def at_least(low: float | int) -> Check:
     """Values must be ``>= low``."""
     return lambda v: None if v >= low else f"must be >= {low:g}"
 
 
-def between(low: float, high: float) -> Check:
+def between(low: float | int, high: float | int) -> Check:
     """Values must lie in the open interval ``(low, high)``."""
     return lambda v: None if low < v < high else f"must be in ({low:g}, {high:g})"
 

@@ -11,8 +11,19 @@ import numpy as np
 
 from .._outcomes import DEFAULT_TOL
 from ._phase import SAMPLING, Method
-from ._spec import ExperimentSpec, at_least, between, greater_than, param
-from ._sweep import Sweep, SweepResult, point_seed
+from ._spec import (
+    BETAS,
+    HORIZON,
+    LAYERS,
+    SAMPLES,
+    SEED,
+    TOL,
+    ExperimentSpec,
+    at_least,
+    greater_than,
+    param,
+)
+from ._sweep import SweepResult, point_seed, run_sweep
 
 
 def _two_tokens_only(spec: HybridSpec) -> str | None:
@@ -34,9 +45,7 @@ class HybridSpec(ExperimentSpec):
     rules: ClassVar[tuple] = (_two_tokens_only,)
     unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
 
-    betas: tuple[float, ...] = param((1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
-                                     "inverse temperatures beta: a list or start:stop:num",
-                                     check=at_least(0.0))
+    betas: tuple[float, ...] = param((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), **BETAS)
     eps: tuple[float, ...] = param((0.25, 0.5, 1.0, 1.5, 2.0),
                                    "noise levels eps: a list or start:stop:num",
                                    check=greater_than(0.0))
@@ -44,15 +53,12 @@ class HybridSpec(ExperimentSpec):
     dim: int = param(3, "token dimension d", check=at_least(2))
     mu: float = param(1.0, "deterministic part of V = (mu/sqrt L) Id + eps G",
                       check=at_least(0.0))
-    trajectories: int = param(400, "Monte Carlo samples per grid point", check=greater_than(0))
-    layers: int = param(10, "layers per unit of depth-time; step dt = 1/L",
-                        check=greater_than(0), metavar="L")
-    horizon: float = param(50.0, "depth-time horizon; round(T*L) layers in all",
-                           check=greater_than(0.0), metavar="T")
-    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
+    trajectories: int = param(400, **SAMPLES)
+    layers: int = param(10, **LAYERS)
+    horizon: float = param(50.0, **HORIZON)
+    tol: float = param(DEFAULT_TOL, **TOL)
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
-    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
-                      check=at_least(0))
+    seed: int = param(0, **SEED)
 
     def points(self) -> list[dict[str, Any]]:
         """The grid, beta-major: ``{"beta": beta, "eps": eps}``."""
@@ -102,12 +108,9 @@ def _point(spec: HybridSpec, point: dict) -> HybridRow:
 def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
                overwrite: bool = False, name: str = "hybrid") -> SweepResult[HybridRow]:
     """Sweep ``betas x eps`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    sweep = Sweep(out, name, spec.params(), HybridRow, ("beta", "eps"), echo=spec.echo(),
-                  overwrite=overwrite)
-    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
-                     desc=f"{name} ({spec.method}, n={spec.tokens})")
-    png = plot_hybrid(rows, spec, Path(out) / f"{name}.png")
-    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+    return run_sweep(spec, out, HybridRow, _point, plot_hybrid, name=name,
+                     desc=f"{name} ({spec.method}, n={spec.tokens})", quiet=quiet,
+                     overwrite=overwrite)
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:

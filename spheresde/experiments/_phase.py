@@ -10,8 +10,19 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
-from ._spec import ExperimentSpec, at_least, between, greater_than, param
-from ._sweep import Sweep, SweepResult, point_seed
+from ._spec import (
+    BETAS,
+    HORIZON,
+    LAYERS,
+    SAMPLES,
+    SEED,
+    SIGMA,
+    TOL,
+    ExperimentSpec,
+    at_least,
+    param,
+)
+from ._sweep import SweepResult, point_seed, run_sweep
 
 METHODS = ("exact", "reduced", "particles", "discrete")
 Method = Literal["exact", "reduced", "particles", "discrete"]
@@ -33,20 +44,16 @@ class PhaseSpec(ExperimentSpec):
     dims: tuple[int, ...] = param((4, 5, 6, 7, 8, 9, 10), "token dimensions d, e.g. 4,5,6",
                                   check=at_least(2))
     betas: tuple[float, ...] = param(
-        (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
-        "inverse temperatures beta: a list 0.5,1,2 or start:stop:num", check=at_least(0.0))
-    trajectories: int = param(4000, "Monte Carlo samples per grid point", check=greater_than(0))
-    layers: int = param(20, "layers per unit of depth-time; step dt = 1/L",
-                        check=greater_than(0), metavar="L")
-    horizon: float = param(100.0, "depth-time horizon; round(T*L) layers in all",
-                           check=greater_than(0.0), metavar="T")
-    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
-    sigma: float = param(1.0, "noise level sigma of the value matrices", check=greater_than(0.0))
+        (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), **BETAS)
+    trajectories: int = param(4000, **SAMPLES)
+    layers: int = param(20, **LAYERS)
+    horizon: float = param(100.0, **HORIZON)
+    tol: float = param(DEFAULT_TOL, **TOL)
+    sigma: float = param(1.0, **SIGMA)
     method: Method = param(
         "reduced", "exact: scale-function quadrature (t -> infinity); reduced: Monte Carlo of "
         "the 1-D SDE of rho; particles: the SDE on the sphere; discrete: the L-layer network")
-    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
-                      check=at_least(0))
+    seed: int = param(0, **SEED)
 
     def points(self) -> list[dict[str, Any]]:
         """The grid, dimension-major: ``{"d": d, "beta": beta}``."""
@@ -97,12 +104,8 @@ def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
 def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
               overwrite: bool = False, name: str = "phase") -> SweepResult[PhaseRow]:
     """Sweep ``spec.dims x spec.betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    sweep = Sweep(out, name, spec.params(), PhaseRow, ("d", "beta"), echo=spec.echo(),
-                  overwrite=overwrite)
-    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
-                     desc=f"{name} ({spec.method})")
-    png = plot_phase(rows, spec, Path(out) / f"{name}.png")
-    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+    return run_sweep(spec, out, PhaseRow, _point, plot_phase, name=name,
+                     desc=f"{name} ({spec.method})", quiet=quiet, overwrite=overwrite)
 
 
 def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:

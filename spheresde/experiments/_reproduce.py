@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from ._scales import SCALES
-from ._spec import ExperimentSpec, at_least, param
+from ._spec import SEED, ExperimentSpec, param
 from ._sweep import atomic_write_text
 
 
@@ -26,8 +26,7 @@ class ReproduceSpec(ExperimentSpec):
     scale: Literal["quick", "paper", "smoke"] = param(
         "quick", "quick: about 2 minutes on 2 CPU cores; paper: the paper's sizes (days on a "
         "CPU, use an accelerator); smoke: toy sizes in seconds, to check the pipeline")
-    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
-                      check=at_least(0))
+    seed: int = param(0, **SEED)
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:

@@ -64,6 +64,20 @@ def param(default: Any, help: str, *, check: Check | None = None,
                              metadata={"help": help, "check": check, "metavar": metavar})
 
 
+# The parameters several experiments share: keyword arguments of :func:`param`, so that
+# their help text and check are written once (``trajectories: int = param(400, **SAMPLES)``).
+BETAS = {"help": "inverse temperatures beta: a list 0.5,1,2 or start:stop:num",
+         "check": at_least(0.0)}
+SAMPLES = {"help": "Monte Carlo samples per grid point", "check": greater_than(0)}
+LAYERS = {"help": "layers per unit of depth-time; step dt = 1/L", "check": greater_than(0),
+          "metavar": "L"}
+HORIZON = {"help": "depth-time horizon; round(T*L) layers in all", "check": greater_than(0.0),
+           "metavar": "T"}
+TOL = {"help": "outcome tolerance on inner products", "check": between(0, 1)}
+SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
+SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
+
+
 # ---------------------------------------------------------------------------- field types
 
 

@@ -298,3 +298,21 @@ class SweepResult(Generic[R]):
     csv: Path
     json: Path
     png: Path
+
+
+def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
+              compute: Callable[[Any, dict[str, Any]], R],
+              plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
+              quiet: bool = False, overwrite: bool = False) -> SweepResult[R]:
+    """What every experiment's sweep does: open the store, compute the missing points of
+    ``spec.points()`` with ``compute(spec, point)``, draw ``plot(rows, spec, path)``.
+
+    The key columns are the coordinates of the points; the resume identity and metadata
+    are ``spec.params()``, the echoed columns ``spec.echo()``.
+    """
+    points = spec.points()
+    sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), echo=spec.echo(),
+                  overwrite=overwrite)
+    rows = sweep.run(points, lambda point: compute(spec, point), quiet=quiet, desc=desc)
+    png = plot(rows, spec, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)

@@ -10,8 +10,19 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
-from ._spec import ExperimentSpec, at_least, between, greater_than, param
-from ._sweep import Sweep, SweepResult, point_seed
+from ._spec import (
+    BETAS,
+    HORIZON,
+    LAYERS,
+    SAMPLES,
+    SEED,
+    SIGMA,
+    TOL,
+    ExperimentSpec,
+    at_least,
+    param,
+)
+from ._sweep import SweepResult, point_seed, run_sweep
 
 
 @dataclass(frozen=True)
@@ -26,25 +37,20 @@ class TokensSpec(ExperimentSpec):
 
     tokens: tuple[int, ...] = param((3, 4, 6), "numbers of tokens n, e.g. 3,4,8",
                                     check=at_least(2))
-    betas: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0, 4.0),
-                                     "inverse temperatures beta: a list or start:stop:num",
-                                     check=at_least(0.0))
+    betas: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0, 4.0), **BETAS)
     dim: int = param(3, "token dimension d", check=at_least(2))
-    sigma: float = param(1.0, "noise level sigma of the value matrices", check=greater_than(0.0))
-    trajectories: int = param(400, "Monte Carlo samples per grid point", check=greater_than(0))
-    layers: int = param(20, "layers per unit of depth-time; step dt = 1/L",
-                        check=greater_than(0), metavar="L")
-    horizon: float = param(30.0, "depth-time horizon; round(T*L) layers in all",
-                           check=greater_than(0.0), metavar="T")
-    tol: float = param(DEFAULT_TOL, "outcome tolerance on inner products", check=between(0, 1))
+    sigma: float = param(1.0, **SIGMA)
+    trajectories: int = param(400, **SAMPLES)
+    layers: int = param(20, **LAYERS)
+    horizon: float = param(30.0, **HORIZON)
+    tol: float = param(DEFAULT_TOL, **TOL)
     method: Literal["particles", "discrete"] = param(
         "discrete", "particles: the SDE on the sphere; discrete: the network")
     weights: Literal["noise", "constant"] = param(
         "noise", "noise: iid N(0, sigma^2) value matrices; constant: V = Id in every layer, "
         "the deterministic model (horizon in its own time T sqrt(L), see "
         "spheresde.ConstantWeights)")
-    seed: int = param(0, "PRNG seed; every grid point derives its key from it",
-                      check=at_least(0))
+    seed: int = param(0, **SEED)
 
     def points(self) -> list[dict[str, Any]]:
         """The grid, token-count-major: ``{"tokens": n, "beta": beta}``."""
@@ -92,12 +98,8 @@ def _point(spec: TokensSpec, point: dict) -> TokensRow:
 def run_tokens(spec: TokensSpec, out: str | os.PathLike, *, quiet: bool = False,
                overwrite: bool = False, name: str = "tokens") -> SweepResult[TokensRow]:
     """Sweep ``tokens x betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    sweep = Sweep(out, name, spec.params(), TokensRow, ("tokens", "beta"), echo=spec.echo(),
-                  overwrite=overwrite)
-    rows = sweep.run(spec.points(), lambda p: _point(spec, p), quiet=quiet,
-                     desc=f"{name} ({spec.method})")
-    png = plot_tokens(rows, spec, Path(out) / f"{name}.png")
-    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+    return run_sweep(spec, out, TokensRow, _point, plot_tokens, name=name,
+                     desc=f"{name} ({spec.method})", quiet=quiet, overwrite=overwrite)
 
 
 def plot_tokens(rows: list[TokensRow], spec: TokensSpec, path: Path) -> Path:

@@ -22,7 +22,7 @@ from spheresde.experiments import (
     TokensSpec,
     point_seed,
 )
-from spheresde.experiments._spec import FieldKind, at_least, param
+from spheresde.experiments._spec import FieldKind, at_least, param, problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,9 +178,9 @@ def test_phase_spec_round_trips_through_its_command_line(dims, betas, trajectori
 def test_a_range_is_num_points_from_start_to_stop(start, width, num):
     stop = start + width
     kind = FieldKind(float, is_tuple=True)
-    try:
-        values = kind.parse(f"{start!r}:{stop!r}:{num}")
-    except ValueError:  # rounding to 12 digits can merge two close points: never silently
+    values = kind.parse(f"{start!r}:{stop!r}:{num}")
+    if len(set(values)) < num:  # rounding to 12 digits merged close points: never silently
+        assert "repeats a value" in problem(kind, None, values)
         return
     assert len(values) == num
     assert values[0] == pytest.approx(start, rel=1e-11, abs=1e-11)

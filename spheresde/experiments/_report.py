@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._outcomes import binomial_stderr
 from ._hybrid import HybridRow
 from ._phase import PhaseRow
 from ._reproduce import ReproduceSpec
@@ -27,7 +28,7 @@ def agreement_band(row: PhaseRow | HybridRow) -> float:
     keep a false alarm rare over a whole grid (two-sided 6e-5 per point).
     """
     p, n = row.p_exact, row.trajectories
-    se = max(row.stderr, math.sqrt(p * (1 - p) / n))
+    se = max(row.stderr, float(binomial_stderr(p, n)))
     return 4 * se + row.p_undecided
 
 

@@ -18,7 +18,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._outcomes import ANTIPODAL, OutcomeFractions, classify_rho, fractions_from_codes
+from .._outcomes import (
+    ANTIPODAL,
+    OutcomeFractions,
+    classify,
+    cluster_sizes,
+    fractions_from_codes,
+)
 
 
 class Simulated(NamedTuple):
@@ -104,11 +110,9 @@ def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories
             key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
             **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
         )
-        return Simulated(fractions_from_codes(classify_rho(rho, tol)), None)
+        return Simulated(two_token.rho_fractions(rho, tol), None)
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
-    from .._outcomes import classify, cluster_sizes
-
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d,
                           weights=_weights(sigma, mu, eps, constant),
                           trajectories=trajectories,

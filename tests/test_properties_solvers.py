@@ -23,28 +23,11 @@ import spheresde
 from spheresde import PureNoise, transformer_sde
 
 
-def _run_steps(solver, sde, y0, key, steps, dt):
-    """``steps`` calls of ``solver.step`` in a scan: the solver alone, cheap to compile."""
-    shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
-    terms = sde.terms(diffrax.UnsafeBrownianPath(shape, key))
-
-    @jax.jit
-    def run(y0):
-        def body(carry, i):
-            y, state = carry
-            t0 = i * dt
-            y1, _, _, state, _ = solver.step(terms, t0, t0 + dt, y, None, state, False)
-            return (y1, state), None
-
-        state = solver.init(terms, 0.0, dt, y0, None)
-        return jax.lax.scan(body, (y0, state), jnp.arange(steps))[0][0]
-
-    return run(y0)
-
-
 @eqx.filter_jit
-def _run_coefficient_steps(solver, sde, args, y0, key, steps, dt):
-    """As ``_run_steps`` with the coefficients in ``args``: one compilation per shape."""
+def _run_steps(solver, sde, args, y0, key, steps, dt):
+    """``steps`` calls of ``solver.step`` in a scan: the solver alone, cheap to compile.
+
+    Coefficients passed in ``args`` (not closed over) keep one compilation per shape."""
     shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
     terms = sde.terms(diffrax.UnsafeBrownianPath(shape, key))
 
@@ -67,7 +50,7 @@ def test_norm_preserved_1000_steps_random_fields(solver, seed, scale):
     sde = coefficient_sde(m, spheresde.solver_convention(solver))
     args = random_coefficients(seed, d, m, noise_scale=scale)
     y0 = spheresde.sample_uniform(jr.key(seed), (n,), d)
-    y = _run_coefficient_steps(solver, sde, args, y0, jr.key(seed + 1), 1000, 0.01)
+    y = _run_steps(solver, sde, args, y0, jr.key(seed + 1), 1000, 0.01)
     assert y.shape == (n, d)
     assert float(spheresde.norm_error(y)) < 1e-12
 
@@ -79,7 +62,7 @@ def test_norm_preserved_1000_steps_random_fields(solver, seed, scale):
 def test_norm_preserved_1000_steps(solver, d, n, m, seed):
     sde = random_tangent_sde(seed, d, n, m, spheresde.solver_convention(solver))
     y0 = spheresde.sample_uniform(jr.key(seed), (n,), d)
-    y = _run_steps(solver, sde, y0, jr.key(seed + 1), 1000, 0.01)
+    y = _run_steps(solver, sde, None, y0, jr.key(seed + 1), 1000, 0.01)
     assert y.shape == (n, d)
     assert float(spheresde.norm_error(y)) < 1e-12
 

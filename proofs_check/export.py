@@ -24,7 +24,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LimitCoefficients", "RhoCoefficients", "limit_coefficients", "rho_coefficients"]
+__all__ = ["LimitCoefficients", "RhoCoefficients", "formation_coefficients", "limit_coefficients",
+           "rho_coefficients"]
 
 
 @dataclass(frozen=True)
@@ -178,3 +179,31 @@ def limit_coefficients(backend: str = "numpy") -> LimitCoefficients:
     -4.0
     """
     return LimitCoefficients(**_lambdify_all(limit_expressions(), backend))
+
+
+@functools.cache
+def formation_expressions() -> dict:
+    """The SymPy expressions behind :func:`formation_coefficients`."""
+    import sympy as sp
+
+    from .formation import formation_lyapunov_minus, formation_threshold
+    from .stability import in_beta
+    from .symbols import beta, d, eps, k_cluster, mu, n_tokens
+
+    eps2, denominator = formation_threshold()
+    threshold = sp.Piecewise((in_beta(eps2), in_beta(denominator) > 0), (sp.oo, True))
+    args = (beta, d, n_tokens, k_cluster)
+    return {
+        "lyapunov_minus": ((*args, eps, mu), in_beta(formation_lyapunov_minus())),
+        "threshold_eps2": ((*args, mu), threshold),
+    }
+
+
+@functools.cache
+def formation_coefficients(backend: str = "numpy") -> dict:
+    r"""Lambdified formation quantities of :mod:`proofs_check.formation`:
+    ``lyapunov_minus(beta, d, n, k, eps, mu)`` and ``threshold_eps2(beta, d, n, k, mu)``
+    (``inf`` where the inter-cluster mode repels for every :math:`\varepsilon`). The
+    derivation runs on the first call (a few seconds) and is cached.
+    """
+    return _lambdify_all(formation_expressions(), backend)

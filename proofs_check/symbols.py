@@ -48,3 +48,8 @@ r = sp.Symbol("r", positive=True)
 z = sp.Symbol("z", real=True)
 q = sp.Symbol("q", positive=True)
 eps2 = sp.Symbol("epsilon2", positive=True)
+
+#: Formations (:mod:`proofs_check.formation`): ``n`` tokens, ``k`` of them in one cluster.
+n_tokens = sp.Symbol("n", positive=True)
+k_cluster = sp.Symbol("k", positive=True)
+__all__ += ["k_cluster", "n_tokens"]

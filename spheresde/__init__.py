@@ -28,6 +28,8 @@ from ._geometry import (
 from ._geometry import (
     sample_uniform as sample_uniform,
 )
+from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
+from ._formation import formation_threshold as formation_threshold
 from ._limit import transformer_sde as transformer_sde
 from ._network import NetworkResult as NetworkResult
 from ._network import simulate_network as simulate_network

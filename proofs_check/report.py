@@ -586,6 +586,50 @@ def check_proposition1() -> Check:
     )
 
 
+def check_formations() -> Check:
+    """Formations (k tokens at x, n - k at y): the reduction to two tokens and the boundary.
+
+    Returns
+    -------
+    Check
+        Residuals: formation minus two-token drift and variance for ``n = 2, k = 1`` and for
+        balanced formations ``n = 2k``; the Lyapunov exponent at -1 for ``n = 2, k = 1``
+        minus the two-token one; :math:`4a_0/b_1 - (d-1)` (squared Bessel dimension).
+    """
+    from .formation import (
+        bessel_dimension_residual,
+        derive_formation_sde,
+        formation_lyapunov_minus,
+        formation_threshold,
+    )
+    from .stability import lyapunov_exponent
+    from .symbols import k_cluster, n_tokens, q
+    from .two_token import derive_rho_sde
+
+    sde, two = derive_formation_sde(), derive_rho_sde()
+    residuals = {}
+    for label, sizes in (("n=2, k=1", {n_tokens: 2, k_cluster: 1}),
+                         ("n=2k", {n_tokens: 2 * k_cluster})):
+        residuals[f"{label} drift"] = sp.cancel(sp.together(sde.drift.subs(sizes) - two.drift))
+        residuals[f"{label} variance"] = sp.cancel(sp.together(sde.variance.subs(sizes)
+                                                               - two.variance))
+    residuals["n=2, k=1 lambda_-"] = sp.cancel(sp.together(
+        formation_lyapunov_minus().subs({n_tokens: 2, k_cluster: 1}) - lyapunov_exponent(-1)))
+    residuals["4 a0/b1 - (d-1)"] = bessel_dimension_residual()
+    eps2, _ = formation_threshold()
+    asym = sp.factor(sp.limit(eps2 / q, q, 0))
+    return Check.from_residuals(
+        "Formations of n tokens (k at x, n-k at y)",
+        "a formation stays a formation; n = 2 (and n = 2k) is the two-token SDE",
+        "rho = <x, y> is a 1-D diffusion with multiplicity-weighted attention; for n != 2k, "
+        "rho = -1 is not an equilibrium: near it a squared Bessel process of dimension d-1; "
+        f"inter-cluster threshold eps^2 ~ {asym} e^{{-2 beta}}",
+        residuals,
+        "the two-token derivation with attention weights k/(k+(n-k)r), ... "
+        "(proofs_check.formation), expanded at rho = -1 with dr/drho = beta r",
+    )
+
+
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_theorem1_drift,
     check_theorem1_diffusion,
@@ -598,6 +642,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_low_dimensions,
     check_feller,
     check_proposition1,
+    check_formations,
 )
 
 

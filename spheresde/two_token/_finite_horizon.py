@@ -25,11 +25,18 @@ W^{-1/2}FW^{-1/2}` has an orthonormal eigenbasis (``scipy.linalg.eigh_tridiagona
 and :math:`u(T) = W^{-1/2}Q e^{T\Lambda}Q^\top W^{1/2}u(0)` is exact in time, for any
 horizon. All in log space: :math:`\psi` only enters through differences.
 
+If :math:`\psi` varies by more than the floating-point range between the start and an
+outcome (small hybrid noise), the rounding bound of the eigenbasis sums exceeds
+``ROUNDING`` and :math:`e^{TA}` is taken densely (``scipy.linalg.expm``, slower, stable:
+a stochastic matrix).
+
 **Grid and accuracy.** Cells are uniform (:math:`h = z_*/N`) on :math:`[-z_*, z_*]` (the
 thresholds are faces, so :math:`1_O` is exact) and grow geometrically outside (a smooth
 map of a uniform grid, so the error expands in :math:`h^2`); the result is the
-Richardson extrapolation :math:`(4p_{h/2} - p_h)/3`, and the difference of the two
-levels bounds the error (reported by ``return_error``). The start is averaged against
+Richardson extrapolation :math:`(4p_{h/2} - p_h)/3`. :math:`|p_{h/2} - p_h|/3`, the
+error of the finer level, is a conservative bound on the extrapolated value's (measured
+10 to 100 times larger; ``return_error`` reports it); while it exceeds ``REFINE`` the grids
+are halved again (sharp layers of small hybrid noise). The start is averaged against
 the exact cell masses of the uniform law (:math:`\rho_0 = 2B-1`,
 :math:`B\sim\mathrm{Beta}(\tfrac{d-1}2,\tfrac{d-1}2)`), or a cubic interpolation at
 :math:`z_0`. **Truncation.** Beyond :math:`\pm(z_* + D)` the boundary reflects; a path
@@ -58,8 +65,14 @@ from ._exact import antipodal_probability
 TRUNCATION = 1e-9
 #: Uniform cells per threshold half-width z_* on the coarse level (the fine level doubles).
 CELLS = 24
+#: Grids are halved again while the error estimate of the finer level exceeds this ...
+REFINE = 1e-4
+#: ... up to this many coarse cells per half-width.
+MAX_CELLS = 192
 #: Length scale (in z) over which the cells outside the thresholds double in size (roughly).
 STRETCH = 3.0
+#: Rounding allowed in the eigenbasis before the dense propagator is used instead.
+ROUNDING = 1e-8
 #: Beyond this |z| the coefficients are their limits to rounding (they converge like e^{-2|z|}).
 FAR = 20.0
 
@@ -164,11 +177,16 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells):
     eigenvalues = np.minimum(eigenvalues, 0.0)  # the zero mode may round above 0
     # u(T) = W^{-1/2} Q e^{T Lambda} Q^T W^{1/2} u(0); the start side of it:
     shift = np.max(log_weight)
-    left = (start * np.exp((shift - log_weight) / 2)) @ vectors
+    start_scaled = start * np.exp((shift - log_weight) / 2)
+    left = start_scaled @ vectors
+    rounding = []
 
     def evolve(log_values, sign, horizon_function):
         """start . (horizon_function(A) values), values = sign * exp(log_values)."""
         scaled = sign * np.exp(log_values + (log_weight - shift) / 2)
+        # |sum_k a_k f(lambda_k) b_k| <= |a| |b| max f: its rounding is eps times that
+        rounding.append(np.linalg.norm(start_scaled) * np.linalg.norm(scaled)
+                        * np.max(horizon_function(eigenvalues)))
         return float((left * horizon_function(eigenvalues)) @ (vectors.T @ scaled))
 
     def at_horizon(lam):
@@ -201,7 +219,24 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells):
                    + evolve(wall, wall_sign, integrated)
                    + evolve(np.where(antipodal, log_one_minus_h, log_h),
                             np.where(antipodal, 1.0, -1.0), at_horizon))
+    if np.finfo(float).eps * centres.size * sum(rounding) > ROUNDING:
+        # psi varies by far more than the float range between where the start and an
+        # outcome sit (small hybrid noise): the eigenbasis cannot carry it, the
+        # (stochastic, non-negative) propagator itself can.
+        return _dense_propagator(log_resistance, log_weight, start, horizon,
+                                 (antipodal, middle, centres > z_star))
     return np.array([antipodal_p, 1.0 - antipodal_p - undecided, undecided])
+
+
+def _dense_propagator(log_resistance, log_weight, start, horizon, outcomes):
+    """The same scheme through expm(T A), A = W^{-1} F (rates, no similarity transform)."""
+    up = np.exp(-log_resistance - log_weight[:-1])  # rate i -> i + 1
+    down = np.exp(-log_resistance - log_weight[1:])  # rate i + 1 -> i
+    rates = np.diag(up, 1) + np.diag(down, -1)
+    rates -= np.diag(rates.sum(axis=1))
+    indicators = np.stack(outcomes, axis=1).astype(float)
+    antipodal, undecided, single = start @ (linalg.expm(horizon * rates) @ indicators)
+    return np.array([antipodal, single, undecided])
 
 
 def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
@@ -234,7 +269,8 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         Initial inner product in ``[-1, 1]``; ``None`` averages over two independent
         uniform tokens.
     return_error
-        Also return the Richardson error estimate (the largest over the three outcomes).
+        Also return the error estimate: the largest over the three outcomes of
+        :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error).
 
     Returns
     -------
@@ -278,10 +314,15 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
             result[:, i] = (p, 1 - p, 0.0)
         else:
             z0 = None if rho0 is None else float(np.arctanh(r_))
-            coarse, fine = (_solve(b_, d_, e_, mu_, tol, t_, z0, cells)
-                            for cells in (CELLS, 2 * CELLS))
+            cells = CELLS
+            coarse = _solve(b_, d_, e_, mu_, tol, t_, z0, cells)
+            while True:
+                fine = _solve(b_, d_, e_, mu_, tol, t_, z0, 2 * cells)
+                error[i] = np.max(np.abs(fine - coarse)) / 3
+                if error[i] <= REFINE or cells >= MAX_CELLS:
+                    break
+                cells, coarse = 2 * cells, fine
             result[:, i] = np.clip((4 * fine - coarse) / 3, 0.0, 1.0)
-            error[i] = np.max(np.abs(fine - coarse)) / 3
     antipodal, single, undecided = (r.reshape(shape) for r in result)
     fractions = OutcomeFractions(single, antipodal, undecided, None)
     return (fractions, error.reshape(shape)) if return_error else fractions

@@ -38,6 +38,9 @@ class RhoCoefficients:
       :math:`d\rho = m\,dt + s\,dB`.
     - ``z_drift(z, beta, d, eps, mu)``, ``z_diffusion(z, beta, d, eps, mu)``: the SDE of
       :math:`z = \operatorname{artanh}\rho`, written through :math:`\rho = \tanh z`.
+    - ``z_scale_rate(z, beta, d, eps, mu)``: :math:`\psi' = 2\,\text{z-drift}/\text{z-diffusion}^2`,
+      the log-derivative of the speed density times the squared diffusion (scale density
+      :math:`e^{-\psi}`); used by the finite-horizon Kolmogorov solver.
     - ``scale_g(rho, beta, d, eps, mu)``: :math:`g` with :math:`2m/s^2 = g/(1-\rho^2)`
       (needs ``eps > 0``).
     - ``lyapunov_plus(beta, d, eps, mu)``, ``lyapunov_minus(beta, d, eps, mu)``: exponents at
@@ -52,6 +55,7 @@ class RhoCoefficients:
     diffusion: Callable
     z_drift: Callable
     z_diffusion: Callable
+    z_scale_rate: Callable
     scale_g: Callable
     lyapunov_plus: Callable
     lyapunov_minus: Callable
@@ -103,21 +107,21 @@ def rho_expressions() -> dict:
     import sympy as sp
 
     from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, scale_g
-    from .symbols import beta, d, eps, mu, r, rho, z
-    from .two_token import derive_rho_sde, derive_z_sde, r_of_rho
+    from .symbols import beta, d, eps, mu, rho, z
+    from .two_token import derive_rho_sde, derive_z_sde, z_scale_rate
 
     sde = derive_rho_sde()
     z_drift, z_diffusion = derive_z_sde()
     eps2, denominator = hybrid_threshold()
     threshold = sp.Piecewise((in_beta(eps2), in_beta(denominator) > 0), (sp.oo, True))
-    z_sub = {r: r_of_rho(sp.tanh(z)), rho: sp.tanh(z)}
     args = (rho, beta, d, eps, mu)
     zargs = (z, beta, d, eps, mu)
     return {
         "drift": (args, sde.in_rho(sde.drift)),
         "diffusion": (args, sde.in_rho(sde.diffusion)),
-        "z_drift": (zargs, z_drift.subs(r, r_of_rho()).subs(rho, sp.tanh(z))),
-        "z_diffusion": (zargs, z_diffusion.subs(z_sub)),
+        "z_drift": (zargs, z_drift),
+        "z_diffusion": (zargs, z_diffusion),
+        "z_scale_rate": (zargs, z_scale_rate()),
         "scale_g": (args, sde.in_rho(scale_g())),
         "lyapunov_plus": ((beta, d, eps, mu), lyapunov_exponent(1)),
         "lyapunov_minus": ((beta, d, eps, mu), in_beta(lyapunov_exponent(-1))),

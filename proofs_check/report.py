@@ -365,6 +365,27 @@ def check_two_token_sde() -> Check:
     )
 
 
+def check_z_sde() -> Check:
+    """The SDE of z = artanh(rho), in z alone (the coordinate of the finite-horizon solver).
+
+    Returns
+    -------
+    Check
+        Residuals of :func:`proofs_check.two_token.z_sde_residuals`: Ito's lemma for
+        rho = tanh z maps the z-SDE back onto the rho-SDE, and 2 b_z / v_z^2 = g + 2 tanh z.
+    """
+    from .two_token import derive_z_sde, z_sde_residuals
+
+    drift, diffusion = derive_z_sde()
+    return Check.from_residuals(
+        "z = artanh(rho) is a diffusion with bounded coefficients",
+        "dz = (m~ + rho v^2) dt + v dB at rho = tanh z",
+        f"z-drift = {_truncate(str(drift))}, z-diffusion = {_truncate(str(diffusion))}",
+        z_sde_residuals(),
+        "Ito's lemma for z = artanh(rho), checked by the inverse map rho = tanh z",
+    )
+
+
 def check_equilibria() -> Check:
     """rho = +1 and rho = -1 are equilibria (drift and diffusion vanish).
 
@@ -636,6 +657,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_stratonovich,
     check_sphere_supported,
     check_two_token_sde,
+    check_z_sde,
     check_equilibria,
     check_plus_attracting,
     check_theorem2,

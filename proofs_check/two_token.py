@@ -160,26 +160,90 @@ def stated_rho_sde() -> tuple[sp.Expr, sp.Expr]:
     return drift, variance
 
 
+def in_z(expr: sp.Expr) -> sp.Expr:
+    r"""Substitute :math:`\rho = \tanh z` and :math:`r = e^{-\beta(1-\tanh z)}`: a function of
+    ``z`` (and the parameters) alone."""
+    return expr.subs(r, r_of_rho(sp.tanh(z))).subs(rho, sp.tanh(z))
+
+
 @functools.cache
 def derive_z_sde() -> tuple[sp.Expr, sp.Expr]:
     r"""Ito SDE of :math:`z = \operatorname{artanh}\rho` (sends the equilibria to infinity).
 
     Ito's lemma with :math:`z'(\rho) = 1/(1-\rho^2)`, :math:`z''(\rho) = 2\rho/(1-\rho^2)^2`:
-    :math:`dz = (m z' + \tfrac12 s^2 z'')\,dt + s z'\,dB = (\tilde m + \rho v^2)\,dt + v\,dB`.
+    :math:`dz = (m z' + \tfrac12 s^2 z'')\,dt + s z'\,dB = (\tilde m + \rho v^2)\,dt + v\,dB`,
+    then :math:`\rho = \tanh z`. Both coefficients are bounded in ``z`` and tend to
+    constants as :math:`z \to \pm\infty` (a Brownian motion with drift far from the
+    origin). :func:`z_sde_residuals` maps the result back with :math:`\rho = \tanh z`.
 
     Returns
     -------
     drift, diffusion : sympy.Expr
-        In terms of ``rho = tanh(z)`` and ``r`` (substitute to evaluate).
+        Functions of ``z``, ``beta``, ``d``, ``eps`` and ``mu`` only (diffusion >= 0).
 
     Examples
     --------
     >>> drift, diffusion = derive_z_sde()
-    >>> sp.simplify(diffusion**2 - derive_rho_sde().reduced_variance)
+    >>> sorted(map(str, (drift.free_symbols | diffusion.free_symbols)))
+    ['beta', 'd', 'epsilon', 'mu', 'z']
+    >>> sp.simplify(diffusion**2 - in_z(derive_rho_sde().reduced_variance))
     0
     """
     from .ito import ito_lemma
 
     sde = derive_rho_sde()
     drift, row = ito_lemma(sp.atanh(rho), [rho], [sde.drift], [[sde.diffusion]])
-    return sp.factor(sp.cancel(drift)), sp.factor(sp.cancel(row[0, 0]))
+    return in_z(sp.factor(sp.cancel(drift))), in_z(sp.factor(sp.cancel(row[0, 0])))
+
+
+def z_scale_rate() -> sp.Expr:
+    r""":math:`\psi'(z) = 2 b_z / v_z^2` of the z-SDE :math:`dz = b_z\,dt + v_z\,dB`.
+
+    The generator is :math:`\mathcal L u = \tfrac12 v_z^2 e^{-\psi}(e^{\psi}u')'`: the
+    scale density is :math:`e^{-\psi}`, the speed density :math:`2e^{\psi}/v_z^2`. It equals
+    :math:`g(\tanh z) + 2\tanh z`, with ``g`` the scale integrand of
+    :func:`proofs_check.stability.scale_g` (checked in :func:`z_sde_residuals`).
+    """
+    drift, diffusion = derive_z_sde()
+    return sp.factor(sp.cancel(2 * drift / diffusion**2))
+
+
+def z_sde_residuals(drift: sp.Expr | None = None,
+                    diffusion: sp.Expr | None = None) -> dict[str, sp.Expr]:
+    r"""Residuals of a z-SDE (by default :func:`derive_z_sde`'s), each zero when it is right.
+
+    - ``drift``, ``diffusion``: Ito's lemma for :math:`\rho = \tanh z` under the z-SDE,
+      minus the rho-SDE at :math:`\rho = \tanh z` (the inverse map, not the derivation's);
+    - ``scale rate``: :math:`2b_z/v_z^2 - (g(\tanh z) + 2\tanh z)`;
+    - ``other symbols``: the symbols besides ``(z, beta, d, eps, mu)`` (none).
+
+    Parameters
+    ----------
+    drift, diffusion : sympy.Expr, optional
+        Candidate coefficients in ``z`` (default: the derived ones).
+
+    Examples
+    --------
+    >>> all(v == 0 or v == [] for v in z_sde_residuals().values())
+    True
+    """
+    from .ito import ito_lemma
+    from .stability import scale_g
+
+    derived = derive_z_sde()
+    drift = derived[0] if drift is None else drift
+    diffusion = derived[1] if diffusion is None else diffusion
+    sde = derive_rho_sde()
+    back_drift, back_row = ito_lemma(sp.tanh(z), [z], [drift], [[diffusion]])
+    t = sp.Symbol("t", real=True)  # tanh z, so that simplify sees rational functions
+
+    def rational(expr):
+        return sp.simplify(expr.rewrite(sp.tanh).subs(sp.tanh(z), t))
+
+    extra = (drift.free_symbols | diffusion.free_symbols) - {z, beta, d, eps, mu}
+    return {
+        "drift": rational(back_drift - in_z(sde.drift)),
+        "diffusion": rational(back_row[0, 0] ** 2 - in_z(sde.variance)),
+        "scale rate": rational(2 * drift / diffusion**2 - in_z(scale_g()) - 2 * sp.tanh(z)),
+        "other symbols": sorted(extra, key=sp.default_sort_key),
+    }

@@ -17,7 +17,7 @@ from proofs_check.export import (
 )
 from proofs_check.limit import d, eps
 from proofs_check.stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent
-from proofs_check.two_token import derive_rho_sde, derive_z_sde, r, r_of_rho, rho, z
+from proofs_check.two_token import derive_rho_sde, derive_z_sde, r, r_of_rho
 
 RNG = np.random.default_rng(20260129)
 POINTS = [
@@ -45,6 +45,7 @@ def _design_formulas(x, b_, dim, e, m):
         "diffusion": (1 - x**2) * v,
         "z_drift": tilde_m + x * v**2,
         "z_diffusion": v,
+        "z_scale_rate": 2 * (tilde_m + x * v**2) / v**2,
         "scale_g": g,
     }
 
@@ -60,9 +61,9 @@ def test_exported_expressions_are_the_derived_ones():
     assert exprs["critical_beta"].subs(d, 7) == critical_beta().subs(d, 7)
     eps2, _ = hybrid_threshold()
     assert exprs["hybrid_threshold_eps2"].args[0][0] == in_beta(eps2)
-    zsub = {r: r_of_rho(sp.tanh(z)), rho: sp.tanh(z)}
-    assert sp.simplify(exprs["z_drift"] - z_drift.subs(r, r_of_rho()).subs(rho, sp.tanh(z))) == 0
-    assert sp.simplify(exprs["z_diffusion"] - z_diffusion.subs(zsub)) == 0
+    assert exprs["z_drift"] == z_drift
+    assert exprs["z_diffusion"] == z_diffusion
+    assert sp.simplify(exprs["z_scale_rate"] - 2 * z_drift / z_diffusion**2) == 0
     (_, c), (_, k) = (
         limit_expressions()["normal_drift"],
         limit_expressions()["covariance_coefficient"],
@@ -82,6 +83,7 @@ def test_numpy_matches_independent_formulas(point):
         "diffusion": rc.diffusion(x, b_, dim, e, m),
         "z_drift": rc.z_drift(zz, b_, dim, e, m),
         "z_diffusion": rc.z_diffusion(zz, b_, dim, e, m),
+        "z_scale_rate": rc.z_scale_rate(zz, b_, dim, e, m),
         "scale_g": rc.scale_g(x, b_, dim, e, m),
     }
     for name, value in got.items():

@@ -33,6 +33,7 @@ SLOW_CHECKS = [
     report.check_theorem1_drift,
     report.check_theorem1_diffusion,
     report.check_two_token_sde,
+    report.check_z_sde,
     report.check_stratonovich,
 ]
 

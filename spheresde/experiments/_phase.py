@@ -71,6 +71,9 @@ class PhaseRow:
     p_undecided: float
     stderr: float  # binomial standard error of p_antipodal (0 for the exact method)
     p_exact: float  # P(antipodal) of the limit t -> infinity (scale function)
+    # P(antipodal) of the limit SDE at this run's horizon T and tol (Kolmogorov equation;
+    # p_exact for the exact method): the reference a Monte Carlo point must match
+    p_finite: float
     beta_c: float
     trajectories: int  # samples behind the fractions (0 for the exact method)
 
@@ -84,7 +87,7 @@ def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
     d, beta = point["d"], point["beta"]
     exact = exact_two_tokens(beta, d, sigma=spec.sigma)
     if spec.method == "exact":
-        fractions = exact
+        fractions = finite = exact
     else:
         key = jax.random.PRNGKey(point_seed(spec.seed, point))
         fractions = simulate(
@@ -92,10 +95,12 @@ def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
             trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
             tol=spec.tol,
         ).fractions
+        finite = two_token.outcome_probabilities(beta, d, horizon=spec.horizon, tol=spec.tol,
+                                                 sigma=spec.sigma)
     return PhaseRow(
         d=d, beta=beta, p_antipodal=float(fractions.antipodal), p_single=float(fractions.single),
         p_undecided=float(fractions.undecided), stderr=float(fractions.antipodal_se),
-        p_exact=float(exact.antipodal),
+        p_exact=float(exact.antipodal), p_finite=float(finite.antipodal),
         beta_c=float(two_token.critical_beta(d)) if d >= 3 else 0.0,
         trajectories=fractions.count or 0,
     )
@@ -109,7 +114,8 @@ def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
 
 
 def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
-    """Monte Carlo points with error bars (+-2 stderr), exact curves, dashed beta_c(d)."""
+    """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
+    run's own T and tol (solid), the t -> inf curves (dotted) and dashed beta_c(d)."""
     from .. import two_token
     from ._plotting import colors, save, subplots
 
@@ -117,12 +123,21 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     betas = sorted({r.beta for r in rows})
     method, sigma = spec.method, spec.sigma
     fine = np.linspace(min([*betas, 0.0]), max(betas), 120)
+    # the finite-horizon law costs milliseconds a point, the t -> inf one microseconds
+    coarse = np.linspace(fine[0], fine[-1], 40)
     palette = colors("viridis", 0.0, 0.9, len(dims))
     fig, ax = subplots(figsize=(7.5, 4.8))
     top = 0.0
     for d, color in zip(dims, palette, strict=True):
         curve = two_token.antipodal_probability(fine, d, sigma=sigma)
-        ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
+        if method == "exact":
+            ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
+        else:
+            finite = two_token.outcome_probabilities(coarse, d, horizon=spec.horizon,
+                                                     tol=spec.tol, sigma=sigma).antipodal
+            ax.plot(coarse, finite, color=color, lw=1.6, label=f"d={d}")
+            ax.plot(fine, curve, color=color, lw=1, ls=":")
+            top = max(top, float(np.max(finite)))
         top = max(top, float(np.max(curve)))
         if d >= 3:
             ax.axvline(float(two_token.critical_beta(d)), color=color, ls="--", lw=1)
@@ -141,8 +156,8 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     ax.set_ylim(-0.02, min(1.02, 1.15 * top + 0.02))
     what = "exact limit (scale function)" if method == "exact" else (
         f"{method} Monte Carlo, {spec.trajectories} trajectories, L={spec.layers}, "
-        f"T={spec.horizon:g}\n(points +-2 s.e., shaded: undecided; lines: exact "
-        "limit t -> inf)")
+        f"T={spec.horizon:g}\n(points +-2 s.e., shaded: undecided; solid: limit SDE at "
+        f"T={spec.horizon:g}, tol={spec.tol:g}; dotted: t -> inf)")
     ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: "
                  r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$", fontsize=9)
     ax.legend(fontsize=8, ncol=2)

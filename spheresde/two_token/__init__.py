@@ -19,7 +19,9 @@ Both ends are equilibria; :math:`\rho = +1` (one cluster) always attracts, and
 The package has one module per concept: the coefficients (``_coefficients``), the exact
 antipodal probability by quadrature of the scale function (``_exact``:
 :func:`antipodal_probability`) and the Monte Carlo of the reduced SDE with its outcome
-fractions (``_monte_carlo``: :func:`simulate_rho`, :func:`rho_fractions`). Each
+fractions (``_monte_carlo``: :func:`simulate_rho`, :func:`rho_fractions`), and the
+outcome probabilities at a finite horizon from the Kolmogorov equation in
+:math:`z = \operatorname{artanh}\rho` (``_finite_horizon``: :func:`outcome_probabilities`). Each
 method is described below, with its functions.
 """
 
@@ -31,6 +33,7 @@ from ._coefficients import lyapunov_minus as lyapunov_minus
 from ._coefficients import paper_hybrid_threshold as paper_hybrid_threshold
 from ._coefficients import scale_g as scale_g
 from ._exact import antipodal_probability as antipodal_probability
+from ._finite_horizon import outcome_probabilities as outcome_probabilities
 from ._monte_carlo import rho_fractions as rho_fractions
 from ._monte_carlo import simulate_rho as simulate_rho
 
@@ -41,6 +44,7 @@ __all__ = [
     "drift",
     "hybrid_threshold",
     "lyapunov_minus",
+    "outcome_probabilities",
     "paper_hybrid_threshold",
     "rho_fractions",
     "scale_g",

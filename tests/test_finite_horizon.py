@@ -1,0 +1,146 @@
+"""two_token.outcome_probabilities: the law of the outcomes at a finite horizon.
+
+References that do not come from the code under test: the exact law of rho_0 at T = 0
+(regularized incomplete beta function), the d = 2 exit probability arccos(rho_0) / pi in
+closed form, the scale-function quadrature antipodal_probability for T -> infinity, a
+finer grid, and a Monte Carlo of the rho-SDE with stated error bars.
+"""
+
+import jax
+import numpy as np
+import pytest
+from scipy import special
+
+from spheresde import two_token
+from spheresde.two_token import _finite_horizon as fh
+
+
+def _all(p):
+    return np.array([p.antipodal, p.single, p.undecided], dtype=float)
+
+
+def test_horizon_zero_is_the_law_of_the_uniform_start():
+    # rho_0 = 2B - 1, B ~ Beta((d-1)/2, (d-1)/2): P(rho_0 < -(1 - tol)) = I_{tol/2}(a, a)
+    d = np.array([2, 3, 4, 7, 10])
+    a, tol = (d - 1) / 2, 0.05
+    p = two_token.outcome_probabilities(1.3, d, horizon=0.0, tol=tol)
+    tail = special.betainc(a, a, tol / 2)
+    np.testing.assert_allclose(_all(p), [tail, tail, 1 - 2 * tail], atol=1e-13)
+
+
+def test_large_horizon_reproduces_the_scale_function():
+    # away from beta_c the undecided mass is gone by T = 3000; the quadrature is exact to 1e-10
+    beta = np.array([2.0, 2.0, 3.0, 1.0])
+    d = np.array([4, 6, 9, 3])
+    p, error = two_token.outcome_probabilities(beta, d, horizon=3000.0, return_error=True)
+    limit = two_token.antipodal_probability(beta, d)
+    np.testing.assert_allclose(p.antipodal, limit, atol=1e-5)
+    assert np.all(p.undecided < 1e-8)
+    assert np.all(error < 1e-4)
+    hybrid = two_token.outcome_probabilities(3.0, 4, horizon=3000.0, mu=1.0, eps=0.7, rho0=0.2)
+    assert float(hybrid.antipodal) == pytest.approx(
+        float(two_token.antipodal_probability(3.0, 4, mu=1.0, eps=0.7, rho0=0.2)), abs=1e-5)
+
+
+def test_infinite_horizon_is_the_scale_function_and_nothing_is_undecided():
+    p = two_token.outcome_probabilities([1.0, 2.0], 5, horizon=np.inf, sigma=0.7)
+    limit = two_token.antipodal_probability([1.0, 2.0], 5, sigma=0.7)
+    np.testing.assert_allclose(p.antipodal, limit, rtol=1e-14)
+    np.testing.assert_array_equal(p.undecided, 0.0)
+    np.testing.assert_allclose(_all(p).sum(axis=0), 1.0, atol=1e-15)
+
+
+def test_d2_exit_probability_closed_form():
+    # d = 2, pure noise: scale density (1 - rho^2)^(-1/2), so P(rho -> -1) = arccos(rho_0)/pi
+    # for every beta; T = 400 is long enough (both ends attract at rate >= 1)
+    rho0 = np.array([-0.6, 0.3, 0.9])
+    p = two_token.outcome_probabilities(np.array([[0.5], [2.5]]), 2, horizon=400.0, rho0=rho0)
+    np.testing.assert_allclose(p.antipodal, np.broadcast_to(np.arccos(rho0) / np.pi, (2, 3)),
+                               atol=1e-5)
+    np.testing.assert_allclose(p.undecided, 0.0, atol=1e-9)
+
+
+def test_equilibria_stay_put():
+    p = two_token.outcome_probabilities(1.0, 4, horizon=10.0, rho0=[-1.0, 1.0])
+    np.testing.assert_array_equal(_all(p), [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+
+
+def test_scheme_conserves_mass_and_the_dense_propagator_agrees():
+    # rows of A = W^{-1} F sum to 0, i.e. S W^{1/2} 1 = 0 for S = W^{-1/2} F W^{-1/2}
+    args = (1.1, 6, 1.0, 0.0)
+    faces = fh._grid(np.arctanh(0.99), 12, 30.0, 8.0)
+    diagonal, off, log_resistance, log_weight, centres = fh._operator(faces, fh.rc(), args)
+    root = np.exp((log_weight - log_weight.max()) / 2)
+    s_root = diagonal * root
+    s_root[:-1] += off * root[1:]
+    s_root[1:] += off * root[:-1]
+    assert np.max(np.abs(s_root)) < 1e-12 * np.max(np.abs(diagonal * root))
+    # each outcome on its own through expm(T A): they sum to 1 (mass is conserved)
+    start = fh._start_weights(faces, centres, 6, None)
+    z_star = np.arctanh(0.99)
+    outcomes = (centres < -z_star, np.abs(centres) <= z_star, centres > z_star)
+    dense = fh._dense_propagator(log_resistance, log_weight, start, 20.0, outcomes)
+    assert dense.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(dense > 0)
+
+
+def test_inputs_are_checked():
+    with pytest.raises(ValueError, match="tol must be in"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, tol=1.0)
+    with pytest.raises(ValueError, match="horizon must be >= 0"):
+        two_token.outcome_probabilities(1.0, 4, horizon=-1.0)
+    with pytest.raises(ValueError, match="rho0 must lie in"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, rho0=1.5)
+    with pytest.raises(ValueError, match="d must be >= 2"):
+        two_token.outcome_probabilities(1.0, 1, horizon=1.0)
+    with pytest.raises(ValueError, match="noise scale must be positive"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, eps=0.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("beta", "d", "horizon", "extra"),
+    [(1.0, 6, 500.0, {}), (0.3, 4, 5.0, {}), (3.75, 10, 5.0, {}),
+     (1.0, 5, 20.0, {"rho0": -0.9})],
+)
+def test_grid_refinement_shows_the_stated_accuracy(monkeypatch, beta, d, horizon, extra):
+    p, error = two_token.outcome_probabilities(beta, d, horizon=horizon, return_error=True,
+                                               **extra)
+    monkeypatch.setattr(fh, "CELLS", 4 * fh.CELLS)  # 4x finer, Richardson again
+    monkeypatch.setattr(fh, "REFINE", np.inf)
+    fine = two_token.outcome_probabilities(beta, d, horizon=horizon, **extra)
+    gap = np.max(np.abs(_all(p) - _all(fine)))
+    assert gap < 1e-5
+    assert gap < float(error)  # the reported estimate is a bound
+
+
+@pytest.mark.slow
+def test_small_eps_hybrid_leaves_the_eigenbasis_for_the_dense_propagator(monkeypatch):
+    # eps = 0.2: psi' reaches 55 between the thresholds, its range exceeds the float range
+    args = {"mu": 1.0, "eps": 0.2, "horizon": 100.0}
+    p = two_token.outcome_probabilities(4.0, 6, **args)
+    assert 0.0 < float(p.undecided) < 0.05
+    assert float(p.antipodal) == pytest.approx(0.16677, abs=1e-4)  # a finer grid: 0.166768
+    monkeypatch.setattr(fh, "ROUNDING", np.inf)  # the eigenbasis regardless: garbage
+    forced = fh._solve(4.0, 6, 0.2, 1.0, 0.01, 100.0, None, fh.CELLS)
+    assert abs(forced[2] - float(p.undecided)) > 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("beta", "d", "horizon", "rho0"),
+    [(1.0, 6, 5.0, None), (1.0, 5, 1.0, -0.9)],
+)
+def test_small_horizons_match_monte_carlo(beta, d, horizon, rho0):
+    """Every outcome within 4 binomial standard errors (N = 20,000: s.e. <= 0.0036) of the
+    Monte Carlo of the rho-SDE (Euler in z, Gaussian steps dt = 1/200)."""
+    n = 20_000
+    rho = two_token.simulate_rho(jax.random.PRNGKey(13), beta, d, trajectories=n,
+                                 dt=1 / 200, horizon=horizon, rho0=rho0,
+                                 increments="gaussian")
+    mc = two_token.rho_fractions(rho, 0.01)
+    exact = two_token.outcome_probabilities(beta, d, horizon=horizon, rho0=rho0)
+    for name in ("antipodal", "single", "undecided"):
+        p = float(getattr(exact, name))
+        se = max(np.sqrt(p * (1 - p) / n), 1 / n)
+        assert abs(float(getattr(mc, name)) - p) < 4 * se, (name, float(getattr(mc, name)), p)

@@ -49,7 +49,7 @@ def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
 
 
 def _tally(text: str) -> str:
-    """The report's closing count, e.g. ``PASS: 11, FAIL: 0, MISMATCH: 1``."""
+    """The report's closing count, e.g. ``PASS: 13, FAIL: 0, MISMATCH: 1``."""
     found = re.findall(r"^PASS: \d+.*$", text, flags=re.MULTILINE)
     return found[-1].strip() if found else "no summary line"
 

@@ -61,7 +61,9 @@ def _add_spec_options(parser: argparse.ArgumentParser, spec_cls) -> None:
             continue
         parser.add_argument(
             f.flag, dest=f.name, type=_argument_type(f), default=f.default,
-            choices=f.kind.choices, metavar=f.metavar if f.kind.choices is None else None,
+            # a list of choices is checked element by element by the field's own check
+            choices=None if f.kind.is_tuple else f.kind.choices,
+            metavar=f.metavar if f.kind.choices is None or f.kind.is_tuple else None,
             help=f"{f.help} (default {shown})",
         )
 

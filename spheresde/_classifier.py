@@ -123,14 +123,15 @@ class TransformerClassifier(eqx.Module):
         return self.head(jnp.mean(self.tokens(patches), axis=0))
 
 
-def loss_fn(model: TransformerClassifier, images: Array, labels: Array) -> Array:
+def classifier_loss(model: TransformerClassifier, images: Array, labels: Array) -> Array:
     """Mean cross-entropy of the logits of a batch ``(B, n, p)`` against integer labels."""
     logits = jax.vmap(model)(images)
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))
 
 
 @functools.lru_cache(maxsize=16)
-def optimizer(lr: float, weight_decay: float, total_steps: int) -> optax.GradientTransformation:
+def classifier_optimizer(lr: float, weight_decay: float,
+                         total_steps: int) -> optax.GradientTransformation:
     """AdamW under a warm-up (5% of the steps) and cosine decay schedule.
 
     Cached: the same arguments give the same object, so :func:`train_epoch`, which takes
@@ -152,7 +153,7 @@ def train_epoch(model, opt_state, optim, images, labels, order):
     def step(carry, batch):
         params, opt_state = carry
         loss, grads = jax.value_and_grad(
-            lambda p: loss_fn(eqx.combine(p, static), images[batch], labels[batch]))(params)
+            lambda p: classifier_loss(eqx.combine(p, static), images[batch], labels[batch]))(params)
         updates, opt_state = optim.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), loss
 
@@ -160,7 +161,7 @@ def train_epoch(model, opt_state, optim, images, labels, order):
     return eqx.combine(params, static), opt_state, jnp.mean(losses)
 
 
-class Evaluation(NamedTuple):
+class ClassifierEvaluation(NamedTuple):
     """Accuracy, loss and clustering of the output tokens on a set of images.
 
     ``token_cosine``: mean over images of the mean :math:`\\langle X_i, X_j\\rangle`,
@@ -188,18 +189,18 @@ def _evaluate_chunk(model, images, labels, tol):
             jnp.sum(cosine), jnp.stack([jnp.sum(codes == c) for c in range(3)]))
 
 
-def evaluate(model: TransformerClassifier, images, labels, *, tol: float,
-             chunk: int = 1000) -> Evaluation:
-    """:class:`Evaluation` of ``model`` on ``images`` ``(N, n, p)``, in chunks of ``chunk``."""
+def evaluate_classifier(model: TransformerClassifier, images, labels, *, tol: float,
+                        chunk: int = 1000) -> ClassifierEvaluation:
+    """:class:`ClassifierEvaluation` of ``model`` on ``images`` ``(N, n, p)``, by chunks."""
     total = np.zeros(6)
     for start in range(0, len(labels), chunk):
         hits, loss, cos, codes = _evaluate_chunk(
             model, images[start:start + chunk], labels[start:start + chunk], tol)
         total += np.array([hits, loss, cos, *codes], dtype=float)
     count = len(labels)
-    return Evaluation(total[0] / count, total[1] / count, total[2] / count,
+    return ClassifierEvaluation(total[0] / count, total[1] / count, total[2] / count,
                       tuple(float(f) for f in total[3:] / count))
 
 
-__all__ = ["INITS", "Evaluation", "TransformerClassifier", "evaluate", "init_values",
-           "loss_fn", "optimizer", "train_epoch"]
+__all__ = ["INITS", "ClassifierEvaluation", "TransformerClassifier", "classifier_loss",
+           "classifier_optimizer", "evaluate_classifier", "init_values", "train_epoch"]

@@ -268,10 +268,13 @@ class ExperimentSpec:
                 if not f.kind.is_tuple and f.name != "seed"}
 
     def argv(self) -> list[str]:
-        """The ``spheresde`` arguments that rebuild this spec (every field, explicitly)."""
+        """The ``spheresde`` arguments that rebuild this spec (every field, explicitly,
+        except an empty text field such as an unset path: its default)."""
         argv = [self.command]
         for f in self._used():
             value = getattr(self, f.name)
+            if value == "" and f.kind.element is str and f.kind.choices is None:
+                continue
             if f.kind.element is bool:
                 argv += [f.flag] if value else []
             else:

@@ -124,7 +124,12 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
     import jax.numpy as jnp
     from tqdm.auto import tqdm
 
-    from .._classifier import TransformerClassifier, evaluate, optimizer, train_epoch
+    from .._classifier import (
+        TransformerClassifier,
+        classifier_optimizer,
+        evaluate_classifier,
+        train_epoch,
+    )
 
     weights, seed = point["weights"], point["seed"]
     x_train, y_train, x_val, y_val, classes = load_data(spec, seed)
@@ -137,15 +142,15 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
     model = TransformerClassifier.create(
         key_model, patches=x_train.shape[1], patch_size=x_train.shape[2], classes=classes,
         d=spec.dim, layers=spec.layers, weights=weights, sigma=spec.sigma, beta=spec.beta)
-    optim = optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
+    optim = classifier_optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
     opt_state = optim.init(eqx.filter(model, eqx.is_inexact_array))
 
     def row(epoch: int, train_loss: float) -> TrainRow:
-        ev = evaluate(model, x_val, y_val, tol=spec.tol)
+        ev = evaluate_classifier(model, x_val, y_val, tol=spec.tol)
         return TrainRow(weights, seed, epoch, float(train_loss), float(ev.loss),
                         float(ev.accuracy), float(ev.token_cosine), *map(float, ev.outcomes))
 
-    rows = [row(0, evaluate(model, x_train, y_train, tol=spec.tol).loss)]
+    rows = [row(0, evaluate_classifier(model, x_train, y_train, tol=spec.tol).loss)]
     for epoch in tqdm(range(1, spec.epochs + 1), desc=f"{weights} seed {seed}", unit="epoch",
                       leave=False, disable=quiet, dynamic_ncols=True):
         order = jax.random.permutation(jax.random.fold_in(key_order, epoch), len(y_train))

@@ -211,3 +211,16 @@ def test_interrupted_training_resumes_to_the_uninterrupted_csv(tmp_path, monkeyp
     assert [r["points_computed"] for r in meta["runs"]] == [2, 2]
     assert meta["seeds"] == [0, 1]
     assert "optax" in meta["versions"]
+
+
+def test_train_spec_round_trips_its_command_line():
+    from spheresde.cli import build_parser
+
+    spec = TrainSpec(weights=["random", "constant"], dataset="cifar10", data_dir="/data/c10",
+                     seeds=3, patch=4)
+    argv = spec.argv()
+    assert argv[argv.index("--weights") + 1] == "random,constant"
+    args = build_parser().parse_args(argv)
+    assert TrainSpec(**{f.name: getattr(args, f.name) for f in TrainSpec.spec_fields()}) == spec
+    assert "--data-dir" not in TrainSpec().argv()  # an unset path is the default
+    assert [p["seed"] for p in spec.points()] == [0, 1, 2, 0, 1, 2]

@@ -500,7 +500,8 @@ def _footer(results: dict) -> list[str]:
     for name, result in results.items():
         if isinstance(result, SweepResult):
             meta = _sweep_meta(result)
-            timing.append([name, f"{name}.csv", f"{name}.png", str(len(result.rows)),
+            timing.append([name, f"{name}.csv", f"{name}.png",
+                           str(meta["runs"][-1]["points_total"]),  # train: rows are epochs
                            f"{meta.get('wall_time_s', 0):.1f}",
                            str(meta["runs"][-1]["points_computed"])])
     return [

@@ -1,7 +1,7 @@
-"""Resumable parameter sweeps: one CSV row per grid point, written atomically.
+"""Resumable parameter sweeps: one CSV row per grid point (or several), written atomically.
 
 A sweep lives in an output directory as ``NAME.csv`` (the results, one typed row per
-grid point, see :class:`Sweep`) and ``NAME.json``
+grid point, or several such as the epochs of a training run, see :class:`Sweep`) and ``NAME.json``
 (metadata: package version, every parameter, the seed, and one record per run with its
 wall time and how many grid points it computed). Each finished grid point rewrites the
 whole CSV through a temporary file and :func:`os.replace`, so an interrupted sweep

@@ -163,12 +163,12 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
 def run_train(spec: TrainSpec, out: str | os.PathLike, *, quiet: bool = False,
               overwrite: bool = False, name: str = "train") -> SweepResult[TrainRow]:
     """Train every ``(weights, seed)`` run into ``out/NAME.csv`` and draw ``NAME.png``."""
+    load_data(spec, spec.seed)  # a missing or malformed data set fails before any run
     import equinox
     import jax
     import optax
     import sklearn
 
-    load_data(spec, spec.seed)  # a missing or malformed data set fails before any run
     meta = {"versions": {"jax": jax.__version__, "equinox": equinox.__version__,
                          "optax": optax.__version__, "scikit-learn": sklearn.__version__},
             "seeds": [spec.seed + k for k in range(spec.seeds)]}

@@ -446,9 +446,14 @@ def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
         f"Command: `{tspec.command_line()}`",
         "",
     ]
-    status = [("Figure 2: final validation accuracy (mean over seeds)",
-               ", ".join(f"{w} {m:.3f}" for w, (m, _, _) in finals.items())
-               + f" ({tspec.dataset})")]
+    status = [("Figure 2: final validation accuracy (mean [min, max] over seeds)",
+               ", ".join(f"{w} {m:.3f} [{lo:.3f}, {hi:.3f}]"
+                         for w, (m, lo, hi) in finals.items())
+               + f" ({tspec.dataset}; ranges {'apart' if apart else 'overlap'})")]
+    if {"constant", "random"} <= set(cosine):
+        status.append(("Figure 2, beyond the paper: output tokens at initialization",
+                       f"mean cosine constant {cosine['constant'][0]:.3f}, random "
+                       f"{cosine['random'][0]:.3f}"))
     return "\n".join(text), status
 
 

@@ -32,8 +32,9 @@ class ReproduceSpec(ExperimentSpec):
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 5 minutes on 2 CPU cores; paper: the paper's sizes (days on a "
-        "CPU, use an accelerator); smoke: toy sizes in seconds, to check the pipeline")
+        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
+        "paper: the paper's sizes (days on a CPU, use an accelerator); smoke: toy sizes in "
+        "seconds, to check the pipeline")
     data_dir: str = param(
         "", "paper scale: folder with CIFAR-10's python-version batches for Figure 2 (without "
         "it Figure 2 trains on the digits)", metavar="DIR")

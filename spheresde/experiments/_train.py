@@ -201,6 +201,8 @@ def final_accuracy(rows: list[TrainRow]) -> dict[str, tuple[float, float, float]
 def plot_train(rows: list[TrainRow], spec: TrainSpec, path: Path) -> Path:
     """Left: validation accuracy per epoch (mean over seeds, min-max band), the paper's
     Figure 2; right: mean cosine between output tokens, the clustering the theory predicts."""
+    from matplotlib.ticker import MaxNLocator
+
     from ._plotting import save, subplots
 
     fig, (ax, bx) = subplots(1, 2, figsize=(11, 4.2))
@@ -225,6 +227,8 @@ def plot_train(rows: list[TrainRow], spec: TrainSpec, path: Path) -> Path:
     bx.set_title("clustering of the output tokens (1: a single point), validation set",
                  fontsize=9)
     bx.legend(fontsize=8)
+    for axis in (ax, bx):
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     return save(fig, path)
 
 

@@ -38,8 +38,11 @@ def cpu_now() -> float:
     return t.user + t.system
 
 
-def throughput(layers: int, data) -> tuple[float, float]:
-    """Images per wall second and per CPU second of one training epoch at depth ``layers``."""
+def throughput(layers: int, data, lr: float = 1e-2) -> tuple[float, float]:
+    """Images per wall second and per CPU second of one training epoch at depth ``layers``.
+
+    ``lr`` only serves to get a new optimizer object, hence a new compilation.
+    """
     x = jax.numpy.asarray(spheresde.patchify(data.train_images, 2))
     y = jax.numpy.asarray(data.train_labels)
     batch = 64
@@ -47,7 +50,7 @@ def throughput(layers: int, data) -> tuple[float, float]:
     model = spheresde.TransformerClassifier.create(
         jax.random.key(0), patches=x.shape[1], patch_size=x.shape[2], classes=10, d=16,
         layers=layers, weights="random")
-    optim = spheresde.classifier_optimizer(1e-2, 1e-4, 10 * steps)
+    optim = spheresde.classifier_optimizer(lr, 1e-4, 10 * steps)
     state = optim.init(eqx.filter(model, eqx.is_inexact_array))
     order = jax.random.permutation(jax.random.key(1), len(y))[:steps * batch]
     order = order.reshape(steps, batch)
@@ -87,6 +90,17 @@ def main() -> None:
         base = base or wall
         print(f"  L = {layers:2d}: {wall:8.0f} images/s wall, {cpu:8.0f} images/CPU-s, "
               f"ratio to L = 8: {wall / base:.2f} (depth ratio {8 / layers:.3f})")
+    # The classifier computes attention with jnp.matmul (attention(dense=True)); the
+    # sliced sums of spheresde._small, made for vmapped SDE paths, as the alternative.
+    from spheresde import _attention, _classifier
+
+    dense = _classifier.attention
+    _classifier.attention = lambda *a, dense, **k: _attention.attention(*a, dense=False, **k)
+    sliced, _ = throughput(32, data, lr=1.1e-2)
+    _classifier.attention = dense
+    dense_32, _ = throughput(32, data, lr=1.2e-2)
+    print(f"  L = 32 with sliced-sum attention: {sliced:8.0f} images/s wall; dense is "
+          f"{dense_32 / sliced:.2f}x faster (dense re-measured: {dense_32:.0f} images/s)")
     if args.skip_quick:
         return
 

@@ -1,6 +1,6 @@
 r"""
 Training the deep stochastic Transformer: constant vs random value matrices
-==========================================================================
+===========================================================================
 
 The paper's Figure 2 trains a Transformer made of its layer,
 :math:`X_i \leftarrow N(X_i + L^{-1/2} V_k A_\beta(X_i, X))`, with two

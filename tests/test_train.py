@@ -55,6 +55,7 @@ def test_constant_ties_v_across_layers_and_identity_does_not(getkey):
     assert not jnp.allclose(g_untied[0], g_untied[1])
 
 
+@pytest.mark.slow  # compiling the draw costs seconds under load: over the fast budget
 def test_random_draws_independent_layers_with_entry_variance_sigma2_over_d(getkey):
     sigma, d, layers = 1.5, 16, 64
     values = np.asarray(init_values(getkey(), "random", layers, d, sigma, jnp.float64))

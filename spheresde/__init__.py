@@ -7,6 +7,19 @@ from . import two_token as two_token
 from ._attention import attention as attention
 from ._attention import attention_weights as attention_weights
 from ._brownian import WeakBrownianPath as WeakBrownianPath
+from ._classifier import ClassifierEvaluation as ClassifierEvaluation
+from ._classifier import TransformerClassifier as TransformerClassifier
+from ._classifier import classifier_loss as classifier_loss
+from ._classifier import classifier_optimizer as classifier_optimizer
+from ._classifier import evaluate_classifier as evaluate_classifier
+from ._classifier import init_values as init_values
+from ._classifier import train_epoch as train_epoch
+from ._datasets import DatasetError as DatasetError
+from ._datasets import ImageData as ImageData
+from ._datasets import load_cifar10 as load_cifar10
+from ._datasets import load_dataset as load_dataset
+from ._datasets import load_digits as load_digits
+from ._datasets import patchify as patchify
 from ._geometry import (
     exp_map as exp_map,
 )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+
 from ._small import small_matmul, small_softmax
 from ._typing import Array, Tokens
 
@@ -13,17 +16,23 @@ def attention_weights(
     K: Array | None = None,
     *,
     queries: Array | None = None,
+    dense: bool = False,
 ) -> Array:
     """Row-stochastic weights ``w[i, j] = softmax_j(beta <Q x_i, K X_j>)``.
 
     ``x_i`` are the ``queries`` (default: the tokens themselves, giving an ``(n, n)``
     matrix). ``Q`` and ``K`` default to the identity, the paper's choice, so the logits
-    are plain inner products.
+    are plain inner products. ``dense=True`` uses ``jnp.matmul`` and ``jax.nn.softmax``
+    instead of the sliced sums of :mod:`spheresde._small`: under differentiation (the
+    training of :class:`~spheresde.TransformerClassifier`) the slices cost about 3x more
+    (``tests/benchmarks/bench_train.py``).
     """
+    matmul, softmax = (jnp.matmul, jax.nn.softmax) if dense else (small_matmul,
+                                                                     small_softmax)
     x = tokens if queries is None else queries
-    x = x if Q is None else small_matmul(x, Q.T)
-    keys = tokens if K is None else small_matmul(tokens, K.T)
-    return small_softmax(beta * small_matmul(x, keys.T), axis=-1)
+    x = x if Q is None else matmul(x, Q.T)
+    keys = tokens if K is None else matmul(tokens, K.T)
+    return softmax(beta * matmul(x, keys.T), axis=-1)
 
 
 def attention(
@@ -33,15 +42,17 @@ def attention(
     K: Array | None = None,
     *,
     queries: Array | None = None,
+    dense: bool = False,
 ) -> Array:
     """Attention vectors ``A_beta(x_i, X)``; for every token by default, shape ``(n, d)``.
 
     With ``queries`` (shape ``(..., d)``) it is the unnormalized field
     ``A^U_beta(x, X)`` of the paper's Figure 1. Each vector is a convex combination of
     the tokens, so it lies in their span: the fact behind the reduced noise of the
-    Transformer SDE.
+    Transformer SDE. ``dense``: see :func:`attention_weights`.
     """
-    return small_matmul(attention_weights(tokens, beta, Q, K, queries=queries), tokens)
+    weights = attention_weights(tokens, beta, Q, K, queries=queries, dense=dense)
+    return (jnp.matmul if dense else small_matmul)(weights, tokens)
 
 
 __all__ = ["attention", "attention_weights"]

@@ -5,6 +5,8 @@ Subcommands
 ``phase``      Figure 3: probability that two tokens end antipodal, against beta, per dimension d.
 ``hybrid``     Figure 4: dominant outcome of the hybrid dynamics in the (beta, eps) plane.
 ``tokens``     antipodal formations of n > 2 tokens, and the sizes of the two clusters.
+``train``      Figure 2: train a classifier made of the paper's layer, V constant / random /
+               identity at initialization (digits, or CIFAR-10 from a local folder).
 ``field``      Figure 1: the attention field on the circle and its tangent projection.
 ``reproduce``  all of the above, the ``proofs_check`` report and ``REPORT.md``.
 
@@ -61,7 +63,9 @@ def _add_spec_options(parser: argparse.ArgumentParser, spec_cls) -> None:
             continue
         parser.add_argument(
             f.flag, dest=f.name, type=_argument_type(f), default=f.default,
-            choices=f.kind.choices, metavar=f.metavar if f.kind.choices is None else None,
+            # a list of choices is checked element by element by the field's own check
+            choices=None if f.kind.is_tuple else f.kind.choices,
+            metavar=f.metavar if f.kind.choices is None or f.kind.is_tuple else None,
             help=f"{f.help} (default {shown})",
         )
 

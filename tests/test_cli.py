@@ -226,7 +226,7 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
 def test_reproduce_writes_every_figure_and_the_report(tmp_path):
     proc = spheresde("reproduce", "--scale", "smoke", "--out", tmp_path)
     for name in ("field", "phase", "phase_discrete", "hybrid", "hybrid_two_tokens", "tokens",
-                 "tokens_constant"):
+                 "tokens_constant", "train"):
         assert (tmp_path / f"{name}.png").stat().st_size > 0
     report = (tmp_path / "REPORT.md").read_text()
     for heading in ("Theorem 1", "Figure 1", "Figure 2", "Theorem 2 and Figure 3",

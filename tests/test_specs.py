@@ -20,6 +20,7 @@ from spheresde.experiments import (
     HybridSpec,
     PhaseSpec,
     TokensSpec,
+    TrainSpec,
     point_seed,
 )
 from spheresde.experiments._spec import FieldKind, at_least, param, problem
@@ -75,6 +76,7 @@ def test_quick_is_the_default_of_each_command():
     assert quick["hybrid"] == HybridSpec()
     assert quick["tokens"] == TokensSpec()
     assert quick["tokens_constant"] == TokensSpec(weights="constant")
+    assert quick["train"] == TrainSpec()
 
 
 def test_values_are_coerced_to_the_declared_types():

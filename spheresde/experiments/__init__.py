@@ -1,12 +1,13 @@
 """The paper's experiments as typed specs, resumable sweeps, figures and a report.
 
 Each experiment is a frozen spec (:class:`PhaseSpec`, :class:`HybridSpec`,
-:class:`TokensSpec`, :class:`FieldSpec`, :class:`ReproduceSpec`) and one function that
-runs it into an output directory (:func:`run_phase`, ...; :func:`run` dispatches). The
-``spheresde`` command line is derived from the specs. Every sweep can be re-run to
-resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
-:class:`TokensRow`). Importing this package imports the simulators' dependencies (JAX)
-through :mod:`spheresde`; the simulations themselves start only when a sweep runs.
+:class:`TokensSpec`, :class:`TrainSpec`, :class:`FieldSpec`, :class:`ReproduceSpec`) and
+one function that runs it into an output directory (:func:`run_phase`, ...; :func:`run`
+dispatches). The ``spheresde`` command line is derived from the specs. Every sweep can be
+re-run to resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
+:class:`TokensRow`, :class:`TrainRow`). Importing this package imports the simulators'
+dependencies (JAX) through :mod:`spheresde`; the simulations themselves start only when a
+sweep runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ._sweep import (
     point_seed,
 )
 from ._tokens import TokensRow, TokensSpec, run_tokens
+from ._train import TrainRow, TrainSpec, run_train
 from .registry import RUNNERS, SPECS, run
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "SweepResult",
     "TokensRow",
     "TokensSpec",
+    "TrainRow",
+    "TrainSpec",
     "at_least",
     "atomic_write_text",
     "between",
@@ -61,4 +65,5 @@ __all__ = [
     "run_hybrid",
     "run_phase",
     "run_tokens",
+    "run_train",
 ]

@@ -16,16 +16,28 @@ from ._spec import SEED, ExperimentSpec, param
 from ._sweep import atomic_write_text
 
 
+def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
+    if spec.data_dir and spec.scale != "paper":
+        return ("--data-dir is used by --scale paper only (quick and smoke train Figure 2 on "
+                "the digits)")
+    return None
+
+
 @dataclass(frozen=True)
 class ReproduceSpec(ExperimentSpec):
     """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
 
     command: ClassVar[str] = "reproduce"
     summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
+    rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 2 minutes on 2 CPU cores; paper: the paper's sizes (days on a "
-        "CPU, use an accelerator); smoke: toy sizes in seconds, to check the pipeline")
+        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
+        "paper: the paper's sizes (days on a CPU, use an accelerator); smoke: toy sizes in "
+        "seconds, to check the pipeline")
+    data_dir: str = param(
+        "", "paper scale: folder with CIFAR-10's python-version batches for Figure 2 (without "
+        "it Figure 2 trains on the digits)", metavar="DIR")
     seed: int = param(0, **SEED)
 
 
@@ -69,6 +81,8 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
         if preset is None:
             continue
         sweep = replace(preset, seed=spec.seed)
+        if name == "train" and spec.data_dir:  # the paper's data set, when it is at hand
+            sweep = replace(sweep, dataset="cifar10", data_dir=spec.data_dir, patch=4)
         results[name] = RUNNERS[sweep.command](sweep, out, quiet=quiet, overwrite=overwrite,
                                                name=name)
     if not quiet:

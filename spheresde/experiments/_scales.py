@@ -7,7 +7,8 @@ T = 500 (50,000 layers); ``quick`` replaces the network by the exact 1-D SDE of
 rho = <X_1, X_2> (the same law in the limit L -> infinity), fewer trajectories, a coarser
 step and a shorter horizon, and reports the undecided fraction this leaves. ``smoke``
 runs the whole pipeline at toy sizes in seconds (tests, a first look); its numbers mean
-little.
+little. Figure 2 (``train``) trains on scikit-learn's digits at every scale, unless
+``reproduce --scale paper --data-dir DIR`` points at CIFAR-10.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
 from ._spec import ExperimentSpec
 from ._tokens import TokensSpec
+from ._train import TrainSpec
 
 
 def _with_constant_weights(scale: dict[str, ExperimentSpec | None]) -> dict:
@@ -33,6 +35,7 @@ QUICK = _with_constant_weights({
     "hybrid_two_tokens": HybridSpec(betas=(0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0), tokens=2,
                                     trajectories=1000, layers=20, method="reduced"),
     "tokens": TokensSpec(),
+    "train": TrainSpec(),
 })
 
 PAPER = _with_constant_weights({
@@ -48,6 +51,8 @@ PAPER = _with_constant_weights({
                                     method="reduced"),
     "tokens": TokensSpec(tokens=(3, 4, 6, 8), betas=tuple(0.5 * k for k in range(1, 11)),
                          trajectories=4000, layers=100, horizon=500.0),
+    # digits unless `reproduce --data-dir` gives CIFAR-10 (then 4 x 4 patches: 64 tokens)
+    "train": TrainSpec(layers=64, dim=64, epochs=50, lr=3e-3),
 })
 
 SMOKE = _with_constant_weights({
@@ -62,6 +67,7 @@ SMOKE = _with_constant_weights({
                                     method="reduced"),
     "tokens": TokensSpec(tokens=(3, 4), betas=(1.0, 3.0), trajectories=50, layers=5,
                          horizon=5.0),
+    "train": TrainSpec(weights=("constant", "random"), seeds=2, epochs=2, layers=4, dim=8),
 })
 
 SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}

@@ -9,9 +9,10 @@ printed in reports (:meth:`ExperimentSpec.command_line`). Adding a parameter mea
 one field to a spec and using it where it matters; the recipe is in the docs
 (:doc:`/contributing`).
 
-Supported field types: ``int``, ``float``, ``bool``, a ``Literal`` of strings (choices),
-``tuple[int, ...]`` (a list ``4,5,6``) and ``tuple[float, ...]`` (a list ``0.5,1,2`` or
-a range ``start:stop:num``). Values are coerced to the declared type on construction, so
+Supported field types: ``int``, ``float``, ``bool``, ``str`` (a path, say), a ``Literal``
+of strings (choices), ``tuple[int, ...]`` (a list ``4,5,6``), ``tuple[float, ...]`` (a
+list ``0.5,1,2`` or a range ``start:stop:num``) and a tuple of a ``Literal`` (several
+choices, ``a,b``). Values are coerced to the declared type on construction, so
 ``PhaseSpec(betas=(1, 2))`` and ``PhaseSpec(betas=(1.0, 2.0))`` are the same spec (and
 seed the same random numbers).
 """
@@ -98,7 +99,7 @@ class FieldKind:
         return self._one(value)
 
     def _one(self, value: Any) -> Any:
-        if self.choices is not None:
+        if self.choices is not None or self.element is str:
             return str(value)
         if self.element is bool:
             if not isinstance(value, bool):
@@ -132,7 +133,7 @@ class FieldKind:
 
     def _parse_one(self, text: str) -> Any:
         text = text.strip()
-        if self.choices is not None:
+        if self.choices is not None or self.element is str:
             return text
         if self.element is int:
             try:
@@ -158,10 +159,12 @@ def field_kind(annotation: Any) -> FieldKind:
         return FieldKind(str, choices=tuple(typing.get_args(annotation)))
     if origin is tuple:
         element, ellipsis = typing.get_args(annotation)
+        if ellipsis is Ellipsis and typing.get_origin(element) is typing.Literal:
+            return FieldKind(str, is_tuple=True, choices=tuple(typing.get_args(element)))
         if ellipsis is not Ellipsis or element not in (int, float):
             raise TypeError(f"unsupported spec field type {annotation!r}")
         return FieldKind(element, is_tuple=True)
-    if annotation in (int, float, bool):
+    if annotation in (int, float, bool, str):
         return FieldKind(annotation)
     raise TypeError(f"unsupported spec field type {annotation!r}")
 
@@ -265,10 +268,13 @@ class ExperimentSpec:
                 if not f.kind.is_tuple and f.name != "seed"}
 
     def argv(self) -> list[str]:
-        """The ``spheresde`` arguments that rebuild this spec (every field, explicitly)."""
+        """The ``spheresde`` arguments that rebuild this spec (every field, explicitly,
+        except an empty text field such as an unset path: its default)."""
         argv = [self.command]
         for f in self._used():
             value = getattr(self, f.name)
+            if value == "" and f.kind.element is str and f.kind.choices is None:
+                continue
             if f.kind.element is bool:
                 argv += [f.flag] if value else []
             else:

@@ -1,7 +1,7 @@
-"""Resumable parameter sweeps: one CSV row per grid point, written atomically.
+"""Resumable parameter sweeps: one CSV row per grid point (or several), written atomically.
 
 A sweep lives in an output directory as ``NAME.csv`` (the results, one typed row per
-grid point, see :class:`Sweep`) and ``NAME.json``
+grid point, or several such as the epochs of a training run, see :class:`Sweep`) and ``NAME.json``
 (metadata: package version, every parameter, the seed, and one record per run with its
 wall time and how many grid points it computed). Each finished grid point rewrites the
 whole CSV through a temporary file and :func:`os.replace`, so an interrupted sweep
@@ -106,6 +106,8 @@ class Sweep(Generic[R]):
     Rows are typed: ``row_type`` is a dataclass whose first fields are the grid
     coordinates (``key_columns``); :meth:`run` returns instances of it, and a resumed
     sweep reads the stored rows back into the same type (floats round-trip exactly).
+    A point may give several rows (a training run: one row per epoch); they are saved
+    together when the point is finished, and a resumed sweep skips the point.
 
     Parameters
     ----------
@@ -125,6 +127,9 @@ class Sweep(Generic[R]):
         read alone says how it was made); not part of the typed rows.
     overwrite
         Discard a stored sweep with different parameters instead of refusing.
+    meta
+        Further metadata for ``NAME.json`` (library versions, say); not part of the
+        resume identity.
     """
 
     def __init__(
@@ -137,6 +142,7 @@ class Sweep(Generic[R]):
         *,
         echo: dict[str, Any] | None = None,
         overwrite: bool = False,
+        meta: dict[str, Any] | None = None,
     ):
         from .. import __version__
 
@@ -152,7 +158,7 @@ class Sweep(Generic[R]):
         self.echo = {k: _spell(v) for k, v in (echo or {}).items() if k not in self.readers}
         self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
-        self.rows: dict[tuple[str, ...], R] = {}
+        self.rows: dict[tuple[str, ...], list[R]] = {}
         self.meta: dict[str, Any] = {
             "sweep": name,
             "package": "spheresde",
@@ -161,6 +167,7 @@ class Sweep(Generic[R]):
             "seed": self.params.get("seed"),
             "columns": self.columns,
             "runs": [],
+            **(meta or {}),
         }
         stored = self._load_meta()
         if stored is not None and not overwrite:
@@ -203,7 +210,7 @@ class Sweep(Generic[R]):
         with self.csv_path.open(newline="") as f:
             for text in csv.DictReader(f):
                 row = self.row_type(**{k: read(text[k]) for k, read in self.readers.items()})
-                self.rows[self._key(dataclasses.asdict(row))] = row
+                self.rows.setdefault(self._key(dataclasses.asdict(row)), []).append(row)
 
     def _key(self, point: dict[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[c]) for c in self.key_columns)
@@ -213,8 +220,8 @@ class Sweep(Generic[R]):
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(self.columns)
         for key in order:
-            if key in self.rows:
-                row = dataclasses.asdict(self.rows[key])
+            for typed in self.rows.get(key, ()):
+                row = dataclasses.asdict(typed)
                 writer.writerow([_spell(row[c]) for c in self.readers] + list(self.echo.values()))
         atomic_write_text(self.csv_path, buf.getvalue())
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
@@ -242,7 +249,7 @@ class Sweep(Generic[R]):
     def run(
         self,
         points: Sequence[dict[str, Any]],
-        compute: Callable[[dict[str, Any]], R],
+        compute: Callable[[dict[str, Any]], R | list[R]],
         *,
         quiet: bool = False,
         desc: str | None = None,
@@ -250,7 +257,7 @@ class Sweep(Generic[R]):
         """Compute every missing point, saving after each; return all rows in grid order.
 
         ``compute(point)`` returns the row (an instance of ``row_type`` whose key fields
-        are the point's coordinates).
+        are the point's coordinates), or a non-empty list of such rows.
         """
         order = [self._key(p) for p in points]
         pending = [p for p in points if not self.is_done(p)]
@@ -272,13 +279,17 @@ class Sweep(Generic[R]):
             dynamic_ncols=True,
         ) as bar:
             for point in pending:
-                row = compute(point)
-                if not isinstance(row, self.row_type):
-                    raise TypeError(f"compute() must return a {self.row_type.__name__}, "
-                                    f"got {type(row).__name__}")
-                if self._key(dataclasses.asdict(row)) != self._key(point):
-                    raise ValueError(f"compute({point}) returned the row of another point")
-                self.rows[self._key(point)] = row
+                computed = compute(point)
+                rows = computed if isinstance(computed, list) else [computed]
+                for row in rows:
+                    if not isinstance(row, self.row_type):
+                        raise TypeError(f"compute() must return a {self.row_type.__name__} "
+                                        f"or a list of them, got {type(row).__name__}")
+                    if self._key(dataclasses.asdict(row)) != self._key(point):
+                        raise ValueError(f"compute({point}) returned the row of another point")
+                if not rows:
+                    raise ValueError(f"compute({point}) returned no row")
+                self.rows[self._key(point)] = rows
                 record["points_computed"] += 1
                 self._stamp(record, start)
                 self._save(order)
@@ -286,7 +297,7 @@ class Sweep(Generic[R]):
         self._stamp(record, start)
         record["finished"] = True
         self._write(order)
-        return [self.rows[k] for k in order]
+        return [row for k in order for row in self.rows[k]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,18 +312,20 @@ class SweepResult(Generic[R]):
 
 
 def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
-              compute: Callable[[Any, dict[str, Any]], R],
+              compute: Callable[[Any, dict[str, Any]], R | list[R]],
               plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
-              quiet: bool = False, overwrite: bool = False) -> SweepResult[R]:
+              quiet: bool = False, overwrite: bool = False,
+              meta: dict[str, Any] | None = None) -> SweepResult[R]:
     """What every experiment's sweep does: open the store, compute the missing points of
     ``spec.points()`` with ``compute(spec, point)``, draw ``plot(rows, spec, path)``.
 
     The key columns are the coordinates of the points; the resume identity and metadata
-    are ``spec.params()``, the echoed columns ``spec.echo()``.
+    are ``spec.params()``, the echoed columns ``spec.echo()``; ``meta`` goes into the
+    JSON beside them.
     """
     points = spec.points()
     sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), echo=spec.echo(),
-                  overwrite=overwrite)
+                  overwrite=overwrite, meta=meta)
     rows = sweep.run(points, lambda point: compute(spec, point), quiet=quiet, desc=desc)
     png = plot(rows, spec, Path(out) / f"{name}.png")
     return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)

@@ -16,14 +16,16 @@ from ._phase import PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._spec import ExperimentSpec
 from ._tokens import TokensSpec, run_tokens
+from ._train import TrainSpec, run_train
 
 SPECS: dict[str, type[ExperimentSpec]] = {
-    spec.command: spec for spec in (PhaseSpec, HybridSpec, TokensSpec, FieldSpec, ReproduceSpec)
+    spec.command: spec for spec in (PhaseSpec, HybridSpec, TokensSpec, TrainSpec, FieldSpec,
+                                 ReproduceSpec)
 }
 """Sub-command name -> spec class, in the order ``spheresde --help`` lists them."""
 
 RUNNERS: dict[str, Callable[..., Any]] = {
-    "phase": run_phase, "hybrid": run_hybrid, "tokens": run_tokens,
+    "phase": run_phase, "hybrid": run_hybrid, "tokens": run_tokens, "train": run_train,
 }
 """The resumable sweeps: sub-command name -> ``run(spec, out, *, quiet, overwrite, name)``."""
 

@@ -1,0 +1,206 @@
+r"""An image classifier made of the paper's layer (its Figure 5), for the Figure 2 training.
+
+An image is cut into ``n`` patches, each embedded linearly into :math:`\mathbb R^d`
+(plus a learned position), and normalized onto the unit sphere: the tokens
+:math:`X^0`. Then ``L`` layers of the deep stochastic Transformer of
+:doc:`/theory/discrete_model`,
+
+.. math::
+
+    X_i^{k+1} = \frac{X_i^k + L^{-1/2} V_k A_\beta(X_i^k, X^k)}
+                     {|X_i^k + L^{-1/2} V_k A_\beta(X_i^k, X^k)|},
+
+with trainable value matrices :math:`V_k` and trainable query and key matrices
+:math:`Q_k, K_k` (the identity at initialization, the paper's choice), and a linear head
+on the mean of the output tokens. Attention is :func:`spheresde.attention` and the
+normalization :func:`spheresde.retract`, the functions the simulations use.
+
+The initializations of the value matrices (:func:`init_values`) are the two of the
+paper's Figure 2 and a third that separates their two differences:
+
+- ``"constant"``: ONE matrix shared (tied) by all layers, the identity at
+  initialization: the deterministic model of earlier theory, and it stays tied in
+  training;
+- ``"random"``: an independent :math:`V_k` per layer with iid :math:`N(0, \sigma^2/d)`
+  entries. In the conventions of the SDE (entries :math:`N(0, \sigma_{\rm SDE}^2)`) this
+  is :math:`\sigma_{\rm SDE} = \sigma/\sqrt d` over a depth-time :math:`T = 1`, whose
+  angular diffusion :math:`\sigma_{\rm SDE}^2 (d-1) \approx \sigma^2` is of order one
+  whatever :math:`d` (see :doc:`/theory/training`);
+- ``"identity"``: independent :math:`V_k`, each the identity at initialization (untied,
+  but noiseless).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ._attention import attention
+from ._geometry import retract
+from ._outcomes import classify
+from ._typing import Array, Float, PRNGKeyArray
+
+Init = Literal["constant", "random", "identity"]
+INITS: tuple[str, ...] = ("constant", "random", "identity")
+
+
+def init_values(key: PRNGKeyArray, weights: Init, layers: int, d: int, sigma: float = 1.0,
+                dtype=jnp.float32) -> Float[Array, "m d d"]:
+    r"""The value matrices at initialization: ``(1, d, d)`` when tied, else ``(L, d, d)``.
+
+    ``"constant"``: one identity, tied across the ``L`` layers; ``"identity"``: ``L``
+    independent identities; ``"random"``: ``L`` independent matrices with iid
+    :math:`N(0, \sigma^2/d)` entries.
+    """
+    if weights == "constant":
+        return jnp.eye(d, dtype=dtype)[None]
+    if weights == "identity":
+        return jnp.tile(jnp.eye(d, dtype=dtype), (layers, 1, 1))
+    if weights == "random":
+        return sigma / np.sqrt(d) * jax.random.normal(key, (layers, d, d), dtype)
+    raise ValueError(f"weights={weights!r}: use one of {', '.join(INITS)}")
+
+
+class TransformerClassifier(eqx.Module):
+    """Patch embedding, ``L`` layers of the paper's Transformer on the sphere, linear head.
+
+    Build it with :meth:`create`; call it on one image's patches ``(n, p)`` for the
+    logits, or use :meth:`tokens` for the tokens after every layer.
+    """
+
+    embed: eqx.nn.Linear
+    position: Float[Array, "n d"]
+    values: Float[Array, "m d d"]
+    queries: Float[Array, "L d d"]
+    keys: Float[Array, "L d d"]
+    head: eqx.nn.Linear
+    beta: float = eqx.field(static=True)
+
+    @classmethod
+    def create(cls, key: PRNGKeyArray, *, patches: int, patch_size: int, classes: int,
+               d: int, layers: int, weights: Init, sigma: float = 1.0, beta: float = 1.0,
+               dtype=jnp.float32) -> TransformerClassifier:
+        """A classifier at initialization (``weights``: see :func:`init_values`)."""
+        if layers < 1:
+            raise ValueError(f"layers={layers}: the network needs at least one layer")
+        k_embed, k_pos, k_values, k_head = jax.random.split(key, 4)
+        eye = jnp.tile(jnp.eye(d, dtype=dtype), (layers, 1, 1))
+        return cls(
+            embed=eqx.nn.Linear(patch_size, d, key=k_embed, dtype=dtype),
+            position=jax.random.normal(k_pos, (patches, d), dtype) / np.sqrt(d),
+            values=init_values(k_values, weights, layers, d, sigma, dtype),
+            queries=eye, keys=eye,
+            head=eqx.nn.Linear(d, classes, key=k_head, dtype=dtype),
+            beta=float(beta),
+        )
+
+    @property
+    def layers(self) -> int:
+        """Depth ``L``."""
+        return self.queries.shape[0]
+
+    def tokens(self, patches: Float[Array, "n p"], *, every_layer: bool = False) -> Array:
+        """Unit tokens after the last layer ``(n, d)``, or after each ``(L + 1, n, d)``."""
+        x = retract(jax.vmap(self.embed)(patches) + self.position)
+        values = jnp.broadcast_to(self.values, self.queries.shape)  # tied: one V, L uses
+        step = 1.0 / np.sqrt(self.layers)
+
+        def layer(x, vqk):
+            V, Q, K = vqk
+            x = retract(x + step * attention(x, self.beta, Q, K, dense=True) @ V.T)
+            return x, x if every_layer else None
+
+        out, history = jax.lax.scan(layer, x, (values, self.queries, self.keys))
+        return jnp.concatenate([x[None], history]) if every_layer else out
+
+    def __call__(self, patches: Float[Array, "n p"]) -> Float[Array, " classes"]:
+        return self.head(jnp.mean(self.tokens(patches), axis=0))
+
+
+def classifier_loss(model: TransformerClassifier, images: Array, labels: Array) -> Array:
+    """Mean cross-entropy of the logits of a batch ``(B, n, p)`` against integer labels."""
+    logits = jax.vmap(model)(images)
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))
+
+
+@functools.lru_cache(maxsize=16)
+def classifier_optimizer(lr: float, weight_decay: float,
+                         total_steps: int) -> optax.GradientTransformation:
+    """AdamW under a warm-up (5% of the steps) and cosine decay schedule.
+
+    Cached: the same arguments give the same object, so :func:`train_epoch`, which takes
+    it as a static argument, compiles once for all the runs of a sweep.
+    """
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, lr, warmup_steps=max(1, total_steps // 20), decay_steps=max(2, total_steps))
+    return optax.adamw(schedule, weight_decay=weight_decay)
+
+
+@eqx.filter_jit
+def train_epoch(model, opt_state, optim, images, labels, order):
+    """One epoch: a ``lax.scan`` of AdamW steps over the batches ``order`` ``(steps, B)``.
+
+    Returns the model, the optimizer state and the mean training loss of the epoch.
+    """
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+
+    def step(carry, batch):
+        params, opt_state = carry
+        loss, grads = jax.value_and_grad(
+            lambda p: classifier_loss(eqx.combine(p, static), images[batch], labels[batch]))(params)
+        updates, opt_state = optim.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), loss
+
+    (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), order)
+    return eqx.combine(params, static), opt_state, jnp.mean(losses)
+
+
+class ClassifierEvaluation(NamedTuple):
+    """Accuracy, loss and clustering of the output tokens on a set of images.
+
+    ``token_cosine``: mean over images of the mean :math:`\\langle X_i, X_j\\rangle`,
+    ``i != j``, of the output tokens (1: all tokens in one point); ``outcomes``: fractions
+    of images whose output tokens are a single cluster, antipodal, undecided
+    (:func:`spheresde.classify`).
+    """
+
+    accuracy: float
+    loss: float
+    token_cosine: float
+    outcomes: tuple[float, float, float]
+
+
+@eqx.filter_jit
+def _evaluate_chunk(model, images, labels, tol):
+    tokens = jax.vmap(model.tokens)(images)
+    logits = jax.vmap(model.head)(jnp.mean(tokens, axis=1))
+    n = tokens.shape[1]
+    gram = jnp.einsum("bid,bjd->bij", tokens, tokens)
+    cosine = (jnp.sum(gram, axis=(1, 2)) - n) / (n * (n - 1))
+    codes = classify(tokens, tol)
+    return (jnp.sum(jnp.argmax(logits, -1) == labels),
+            jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits, labels)),
+            jnp.sum(cosine), jnp.stack([jnp.sum(codes == c) for c in range(3)]))
+
+
+def evaluate_classifier(model: TransformerClassifier, images, labels, *, tol: float,
+                        chunk: int = 1000) -> ClassifierEvaluation:
+    """:class:`ClassifierEvaluation` of ``model`` on ``images`` ``(N, n, p)``, by chunks."""
+    total = np.zeros(6)
+    for start in range(0, len(labels), chunk):
+        hits, loss, cos, codes = _evaluate_chunk(
+            model, images[start:start + chunk], labels[start:start + chunk], tol)
+        total += np.array([hits, loss, cos, *codes], dtype=float)
+    count = len(labels)
+    return ClassifierEvaluation(total[0] / count, total[1] / count, total[2] / count,
+                      tuple(float(f) for f in total[3:] / count))
+
+
+__all__ = ["INITS", "ClassifierEvaluation", "TransformerClassifier", "classifier_loss",
+           "classifier_optimizer", "evaluate_classifier", "init_values", "train_epoch"]

@@ -20,6 +20,8 @@ from ._datasets import load_cifar10 as load_cifar10
 from ._datasets import load_dataset as load_dataset
 from ._datasets import load_digits as load_digits
 from ._datasets import patchify as patchify
+from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
+from ._formation import formation_threshold as formation_threshold
 from ._geometry import (
     exp_map as exp_map,
 )
@@ -41,8 +43,6 @@ from ._geometry import (
 from ._geometry import (
     sample_uniform as sample_uniform,
 )
-from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
-from ._formation import formation_threshold as formation_threshold
 from ._limit import transformer_sde as transformer_sde
 from ._network import NetworkResult as NetworkResult
 from ._network import simulate_network as simulate_network

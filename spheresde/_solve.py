@@ -521,19 +521,21 @@ def _check_y0(sde, y0, ts, args, *, batch):
 
 
 def _check_tangent(sde, y, t, args):
-    """Refuse a Stratonovich diffusion with a normal part, probed at ``y`` with a fixed
-    increment: the solvers would silently drop that part (the geodesic ones) or move it
-    into the wrong Ito drift (``Retracted``), so the SDE solved would not be the one
-    written."""
+    """Refuse a Stratonovich drift or diffusion with a normal part, probed at ``y`` (the
+    diffusion with a fixed increment): the Stratonovich solvers take both as tangent and
+    would move the state off the sphere, or, with ``Retracted``, turn the normal part
+    into a wrong Ito drift, so the SDE solved would not be the one written."""
     dw = jr.normal(jr.key(0), sde.noise_shape, y.dtype)
-    increment = np.asarray(sde.diffusion(t, y, args, dw))
+    fields = (("drift", "f(y)", sde.drift(t, y, args)),
+              ("diffusion", "g(y) dw", sde.diffusion(t, y, args, dw)))
     y = np.asarray(y)
-    normal = np.abs(np.sum(y * increment, axis=-1))
-    scale = np.linalg.norm(increment, axis=-1)
-    worst = float(np.max(normal))
-    if worst > 1000 * np.finfo(y.dtype).eps * max(float(np.max(scale)), 1.0):
-        raise ValueError(
-            f"sde.diffusion is not tangent to the sphere: |<y, g(y) dw>| = {worst:.3g} at y0 "
-            f"(for |g(y) dw| up to {float(np.max(scale)):.3g}); a Stratonovich diffusion "
-            f"must be tangent, e.g. return spheresde.project_tangent(y, ...)"
-        )
+    for name, formula, value in fields:
+        value = np.asarray(value)
+        worst = float(np.max(np.abs(np.sum(y * value, axis=-1))))
+        scale = float(np.max(np.linalg.norm(value, axis=-1)))
+        if worst > 1000 * np.finfo(y.dtype).eps * max(scale, 1.0):
+            raise ValueError(
+                f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = {worst:.3g} at "
+                f"y0 (for |{formula}| up to {scale:.3g}); a Stratonovich {name} must be "
+                f"tangent, e.g. return spheresde.project_tangent(y, ...)"
+            )

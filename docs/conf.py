@@ -23,6 +23,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax copied into the build (_static/mathjax) instead of loaded from a CDN, so the
+    # formulas render in pages opened from disk without a network.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "sphinx_gallery.gen_gallery",
 ]

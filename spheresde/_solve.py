@@ -418,6 +418,10 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse
                         f"got {type(brownian).__name__}")
 
     ts = _grid(t0, t1, dt)
+    if controller is not None:
+        # The controller places the steps: keep t0, the end of the first step and t1, so
+        # that runs with other dt (a traced first step) share one compilation.
+        ts = ts[jnp.array([0, 1, -1])]
     y0 = _check_y0(sde, y0, ts, args, batch=batch)
     return solver, y0, ts, brownian
 

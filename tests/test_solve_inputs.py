@@ -188,3 +188,12 @@ def test_dense_output_needs_the_stacked_form():
     with pytest.raises(ValueError, match=r"dense output .* needs the stacked form"):
         spheresde.solve_batch(STRAT, jnp.broadcast_to(Y0, (4, 3)), 0.0, 0.1, 0.01,
                               key=jr.key(0), saveat=diffrax.SaveAt(dense=True), stacked=False)
+
+
+def test_non_tangent_stratonovich_drift_refused():
+    # The Stratonovich schemes take drift and diffusion as tangent (no second projection,
+    # the cost that made them 4x slower, bench_solvers.py --stratonovich): a normal part
+    # in the drift (here -y, an Ito-style drift in a Stratonovich SDE) is refused.
+    sde = spheresde.SphereSDE(lambda t, y, a: -y, STRAT.diffusion, (3,), "stratonovich")
+    with pytest.raises(ValueError, match=r"sde\.drift is not tangent to the sphere"):
+        _solve(sde=sde)

@@ -86,12 +86,10 @@ class RhoSDE:
     def stratonovich_drift(self) -> sp.Expr:
         r"""The drift of the same SDE in Stratonovich form: in rho, beta, d, eps and mu.
 
-        :math:`m - 	frac12 s\,rac{ds}{d
-ho}`, derived by
+        :math:`m - \tfrac12 s\,\frac{ds}{d\rho}`, derived by
         :func:`proofs_check.ito.ito_to_stratonovich` from :attr:`drift` and
         :attr:`diffusion` written in ``rho`` alone (:meth:`in_rho`): the derivative then
-        includes that of the weight ratio :math:`r(
-ho)`, which holding ``r`` fixed
+        includes that of the weight ratio :math:`r(\rho)`, which holding ``r`` fixed
         would drop (1.02074 against a wrong 0.95898 at rho = 0.3, beta = 1, d = 4,
         eps = 1, mu = 0).
 

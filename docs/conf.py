@@ -83,6 +83,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     "min_reported_time": 1,
+    # The execution-times pages load jQuery and DataTables from CDNs: no such page, so
+    # that the built site needs no network (tests/test_docs.py checks every page).
+    "write_computation_times": False,
 }
 
 mathjax3_config = {

@@ -23,6 +23,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax copied into the build (_static/mathjax) instead of loaded from a CDN, so the
+    # formulas render in pages opened from disk without a network.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "sphinx_gallery.gen_gallery",
 ]
@@ -80,6 +83,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     "min_reported_time": 1,
+    # The execution-times pages load jQuery and DataTables from CDNs: no such page, so
+    # that the built site needs no network (tests/test_docs.py checks every page).
+    "write_computation_times": False,
 }
 
 mathjax3_config = {

@@ -18,16 +18,71 @@ from collections.abc import Sequence
 
 import sympy as sp
 
+from .symbols import r, rho
+
+
+def _state(state) -> list[sp.Symbol]:
+    """``state`` as a list of SymPy symbols, refusing strings (SymPy would make new,
+    assumption-free symbols of them, unrelated to those of the expressions)."""
+    if isinstance(state, str | sp.Basic) or not isinstance(state, Sequence):
+        raise TypeError(f"state must be a list of SymPy symbols such as sympy.symbols('x y', "
+                        f"real=True), got {state!r}")
+    for x in state:
+        if not isinstance(x, sp.Symbol):
+            raise TypeError(f"state must hold SymPy symbols, got {x!r} ({type(x).__name__}); "
+                            f"make them with sympy.symbols")
+    return list(state)
+
+
+def _no_strings(values, name: str) -> None:
+    if isinstance(values, str):
+        raise TypeError(f"{name} must hold SymPy expressions, got the string {values!r}")
+    if isinstance(values, Sequence) and not isinstance(values, sp.Basic):
+        for value in values:
+            _no_strings(value, name)
+
+
+def _hidden_state(state, exprs) -> None:
+    """Refuse ``r`` in a diffusion of the state ``rho``: ``r = exp(-beta (1 - rho))``
+    depends on ``rho``, and the Stratonovich correction, which differentiates the
+    diffusion with ``r`` held fixed, would drop that dependence. (Ito's lemma only
+    differentiates the function it is applied to, so coefficients in ``r`` are fine there.)"""
+    # By name: a user's own Symbol("rho") (without assumptions) is the same variable.
+    if rho.name in {x.name for x in state} and any(
+            r.name in {v.name for v in sp.sympify(e).free_symbols} for e in exprs):
+        raise ValueError("the expressions depend on r = exp(-beta (1 - rho)), a function of "
+                         "the state rho that differentiation would hold fixed: substitute "
+                         "it first with RhoSDE.in_rho (or use RhoSDE.stratonovich_drift)")
+
 
 def _columns(diffusion, n_state: int) -> sp.Matrix:
     """Diffusion as an ``N x K`` matrix whose columns are the noise directions."""
-    arr = sp.Array(diffusion)
-    if arr.shape[0] != n_state:
-        raise ValueError(f"diffusion has leading axis {arr.shape[0]}, state has {n_state}")
+    _no_strings(diffusion, "diffusion")
+    try:
+        arr = sp.Array(diffusion)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"diffusion must be an array of shape (N, *noise_shape), got "
+                         f"{diffusion!r}") from err
+    if arr.rank() < 2 or arr.shape[0] != n_state:
+        raise ValueError(f"diffusion must have shape (N, *noise_shape) with N = {n_state} "
+                         f"state variables, got shape {arr.shape} (one noise: [[sigma]] per "
+                         f"state variable)")
     k = 1
     for size in arr.shape[1:]:
         k *= size
     return sp.Matrix(arr.reshape(n_state, k).tolist())
+
+
+def _inputs(state, drift, diffusion) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matrix]:
+    """Checked ``(state, drift column, diffusion columns)``: a clear error for strings,
+    lengths and shapes that do not fit, instead of SymPy's ShapeError or IndexError."""
+    state = _state(state)
+    _no_strings(drift, "drift")
+    drift = sp.Matrix(drift) if drift is not None else sp.zeros(len(state), 1)
+    if drift.shape != (len(state), 1):
+        raise ValueError(f"drift must have one entry per state variable ({len(state)}), got "
+                         f"shape {drift.shape}")
+    return state, drift, _columns(diffusion, len(state))
 
 
 def stratonovich_correction(state: Sequence[sp.Symbol], diffusion) -> sp.Matrix:
@@ -56,8 +111,9 @@ def stratonovich_correction(state: Sequence[sp.Symbol], diffusion) -> sp.Matrix:
     >>> stratonovich_correction([x], [[sigma * x]])
     Matrix([[sigma**2*x/2]])
     """
-    cols = _columns(diffusion, len(state))
-    jac_cols = [cols[:, k].jacobian(list(state)) * cols[:, k] for k in range(cols.shape[1])]
+    state, _, cols = _inputs(state, None, diffusion)
+    _hidden_state(state, cols)
+    jac_cols = [cols[:, k].jacobian(state) * cols[:, k] for k in range(cols.shape[1])]
     total = sp.zeros(len(state), 1)
     for term in jac_cols:
         total += term
@@ -79,7 +135,8 @@ def ito_to_stratonovich(state, drift, diffusion) -> sp.Matrix:
     [0],
     [0]])
     """
-    return sp.Matrix(drift) - stratonovich_correction(state, diffusion)
+    _, drift, _ = _inputs(state, drift, diffusion)
+    return drift - stratonovich_correction(state, diffusion)
 
 
 def stratonovich_to_ito(state, drift, diffusion) -> sp.Matrix:
@@ -93,7 +150,8 @@ def stratonovich_to_ito(state, drift, diffusion) -> sp.Matrix:
     >>> stratonovich_to_ito([x], [0], [[sigma * x]])
     Matrix([[sigma**2*x/2]])
     """
-    return sp.Matrix(drift) + stratonovich_correction(state, diffusion)
+    _, drift, _ = _inputs(state, drift, diffusion)
+    return drift + stratonovich_correction(state, diffusion)
 
 
 def generator(f: sp.Expr, state, drift, diffusion) -> sp.Expr:
@@ -107,10 +165,10 @@ def generator(f: sp.Expr, state, drift, diffusion) -> sp.Expr:
     >>> generator(x**2, [x], [0], [[sigma]])
     sigma**2
     """
-    cols = _columns(diffusion, len(state))
-    grad = sp.Matrix([f]).jacobian(list(state))
-    hess = sp.hessian(f, list(state))
-    return (grad * sp.Matrix(drift))[0, 0] + (cols.T * hess * cols).trace() / 2
+    state, drift, cols = _inputs(state, drift, diffusion)
+    grad = sp.Matrix([f]).jacobian(state)
+    hess = sp.hessian(f, state)
+    return (grad * drift)[0, 0] + (cols.T * hess * cols).trace() / 2
 
 
 def ito_lemma(f: sp.Expr, state, drift, diffusion) -> tuple[sp.Expr, sp.Matrix]:
@@ -130,8 +188,8 @@ def ito_lemma(f: sp.Expr, state, drift, diffusion) -> tuple[sp.Expr, sp.Matrix]:
     >>> sp.simplify(drift), sp.simplify(diffusion)
     (0, Matrix([[0]]))
     """
-    cols = _columns(diffusion, len(state))
-    grad = sp.Matrix([f]).jacobian(list(state))
+    state, _, cols = _inputs(state, drift, diffusion)
+    grad = sp.Matrix([f]).jacobian(state)
     return generator(f, state, drift, diffusion), grad * cols
 
 

@@ -1,4 +1,4 @@
-"""``solve`` and ``solve_batch``: a SphereSDE through ``diffrax.diffeqsolve`` on a fixed grid."""
+"""``solve`` and ``solve_batch``: a SphereSDE through ``diffrax.diffeqsolve``, any steps."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ from ._geometry import retract
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
 from .solvers import GeodesicEuler, GeodesicMidpoint, Retracted
+from .solvers._geodesic import _AbstractGeodesicSolver
+
+try:  # the tracer of jax.grad (reverse mode) since JAX 0.4.36; JVPTracer is forward mode
+    from jax._src.interpreters.ad import LinearizeTracer as _ReverseModeTracer
+except ImportError:  # pragma: no cover
+    _ReverseModeTracer = ()
 
 
 class OffSphereWarning(UserWarning):
@@ -59,18 +65,24 @@ def solve(
     key: PRNGKeyArray | None = None,
     solver: diffrax.AbstractSolver | None = None,
     saveat: diffrax.SaveAt | None = None,
-    brownian: str | diffrax.AbstractPath = "unsafe",
+    brownian: str | diffrax.AbstractPath | None = None,
     brownian_tol=None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     args=None,
     throw: bool = True,
     **diffeqsolve_kwargs,
 ) -> diffrax.Solution:
     r"""Solve ``sde`` from ``y0`` at ``t0`` to ``t1`` with steps ``dt``; one sample path.
 
-    The steps are the grid :math:`t_0, t_0 + \Delta t, \dots, t_1` (the last step is
-    shortened to land on ``t1``), given to Diffrax as ``StepTo`` so that the number of
-    steps is fixed and known. The result is Diffrax's ``Solution`` (``.ts``, ``.ys``,
-    ``.stats``).
+    By default the steps are the grid :math:`t_0, t_0 + \Delta t, \dots, t_1` (the last
+    step is shortened to land on ``t1``), given to Diffrax as ``StepTo`` so that the
+    number of steps is fixed and known. With an adaptive ``stepsize_controller``
+    (``diffrax.PIDController``) ``dt`` is the first step and the controller chooses the
+    others. The result is Diffrax's ``Solution`` (``.ts``, ``.ys``, ``.stats``). Every
+    state it holds, saved on the steps, between them (``SaveAt(ts=...)``) or evaluated
+    from dense output (``SaveAt(dense=True)``, then ``sol.evaluate(t)``), is on the
+    sphere to rounding: between two steps the state follows the great circle
+    (:class:`~spheresde.solvers.GeodesicInterpolation`).
 
     Parameters
     ----------
@@ -85,36 +97,57 @@ def solve(
     key
         PRNG key of the Brownian path (not needed when ``brownian`` is a path).
     solver
-        A Diffrax solver whose sense matches ``sde.convention``; default
+        A solver of this package whose sense matches ``sde.convention``; default
         :class:`~spheresde.solvers.GeodesicEuler` for Ito and
-        :class:`~spheresde.solvers.GeodesicMidpoint` for Stratonovich.
+        :class:`~spheresde.solvers.GeodesicMidpoint` for Stratonovich. A plain Diffrax
+        solver steps in :math:`\mathbb{R}^d` and leaves the sphere, so it is refused:
+        wrap it, as in ``spheresde.Retracted(diffrax.Heun())``.
     saveat
         ``diffrax.SaveAt``; default ``SaveAt(t1=True)``.
     brownian
+        Default ``"unsafe"`` for fixed steps, ``"virtual"`` for adaptive ones and under
+        ``jax.grad``.
         ``"unsafe"``: ``diffrax.UnsafeBrownianPath``, Gaussian increments drawn per step,
         fine for fixed steps; ``"weak"``: :class:`WeakBrownianPath`, increments
         :math:`\pm\sqrt{\Delta t}` (weak order 1 kept, several times faster; for laws
         and expectations only, never for pathwise errors); ``"virtual"``:
         ``diffrax.VirtualBrownianTree`` with tolerance ``brownian_tol`` (default
-        ``dt / 8``), a path that can be queried at any resolution; or any
+        ``dt / 8``, ``dt / 64`` with adaptive steps), a path that can be queried at any
+        resolution, the only kind adaptive steps accept (a rejected step is retried on
+        the same path); or any
         Diffrax path over ``[t0, t1]`` with values of shape ``sde.noise_shape``, such as
         a ``VirtualBrownianTree`` or a ``LinearInterpolation`` of sampled Brownian
         values (how the same path is solved with several ``dt``).
+    stepsize_controller
+        ``None`` (the fixed grid above) or a Diffrax controller. An adaptive one, such
+        as ``diffrax.PIDController(rtol=0, atol=1e-2)``, needs a solver with an embedded
+        error estimate: :class:`~spheresde.solvers.GeodesicHeun` (against its Euler
+        predictor), :class:`~spheresde.solvers.GeodesicMidpoint` (against the Euler step)
+        or ``Retracted(diffrax.Heun())``, that is a Stratonovich SDE. Pass
+        ``max_steps`` (default 4096) through ``diffeqsolve_kwargs`` for long runs.
     args
         Passed to ``drift`` and ``diffusion``.
     throw, **diffeqsolve_kwargs
         Passed to ``diffrax.diffeqsolve``. The default ``adjoint`` is
-        ``diffrax.ForwardMode()``; for reverse-mode gradients pass
-        ``adjoint=diffrax.RecursiveCheckpointAdjoint()`` with a ``"virtual"`` path.
+        ``diffrax.ForwardMode()`` (``jax.jvp``, ``jax.jacfwd``). Under ``jax.grad``
+        (reverse mode) ``solve`` takes Diffrax's ``RecursiveCheckpointAdjoint()`` and,
+        unless told otherwise, ``brownian="virtual"`` (an unsafe path cannot be queried
+        again on the backward pass). Where ``jax.grad`` is applied to a jitted function
+        that calls ``solve``, ``solve`` cannot see it: pass ``brownian="virtual"`` and
+        ``adjoint=diffrax.RecursiveCheckpointAdjoint()``.
 
     Examples
     --------
     Many paths: :func:`solve_batch` (one solve of the stacked paths, faster), or
     ``jax.vmap`` over keys and starts (checks on values are then skipped).
     """
-    solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=False)
-    return _solve(sde, solver, y0, ts, key, _path_spec(brownian, brownian_tol, dt), saveat,
-                  args, throw, diffeqsolve_kwargs)
+    reverse = _under_grad((sde, y0, args))
+    solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
+                                      stepsize_controller, reverse, batch=False)
+    kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
+    return _solve(sde, solver, y0, ts, key,
+                  _path_spec(brownian, brownian_tol, dt, stepsize_controller), saveat, args,
+                  throw, kwargs)
 
 
 def solve_batch(
@@ -127,8 +160,9 @@ def solve_batch(
     key: PRNGKeyArray,
     solver: diffrax.AbstractSolver | None = None,
     saveat: diffrax.SaveAt | None = None,
-    brownian: str = "unsafe",
+    brownian: str | None = None,
     brownian_tol=None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     args=None,
     throw: bool = True,
     stacked: bool | None = None,
@@ -138,8 +172,12 @@ def solve_batch(
     """Independent sample paths, one per row of ``y0``, compiled once.
 
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
-    start to give every path the same one). ``ys`` and ``ts`` of the returned
-    ``Solution`` gain a leading ``paths`` axis. Other arguments as in :func:`solve`.
+    start to give every path the same one). ``ys`` of the returned ``Solution`` gains
+    a leading ``paths`` axis; ``ts``, the same for every path, does not (except with
+    ``SaveAt(steps=True)`` and adaptive steps, where each path has its own steps).
+    Dense output (``SaveAt(dense=True)``, stacked form) evaluates all paths at once:
+    ``sol.evaluate(t)`` has shape ``(paths, *y0.shape[1:])``. Other arguments as in
+    :func:`solve`.
 
     Two ways to run the paths, with the same law but different random draws:
 
@@ -153,12 +191,16 @@ def solve_batch(
         ``p`` is **not** ``solve(..., key=jax.random.split(key, paths)[p])``: the
         increments are other (equally distributed, independent) normals, and they depend
         on ``paths``. ``stats`` and ``result`` are those of the one solve (no paths axis).
-        Not available when ``saveat`` has its own ``fn``, ``dense``, or saves solver or
-        controller states (those see the whole state); ``None`` then falls back to ``False``.
+        With an adaptive ``stepsize_controller`` all paths then share the steps, chosen
+        on the error of the whole batch. Not available when ``saveat`` has its own ``fn``
+        or saves solver or controller states (those see the whole state); ``None`` then
+        falls back to ``False``, as it does with an adaptive controller (every path its
+        own steps).
     ``stacked=False``
         :func:`solve` under ``jax.vmap``; path ``p`` uses ``jax.random.split(key,
         paths)[p]``, reproducible path by path, and every field of the ``Solution``
-        gains the paths axis.
+        but ``ts`` gains the paths axis. No dense output (it would be one interpolant
+        per path): use the stacked form.
 
     ``shard`` (stacked form only): split the paths over the local devices of JAX's default
     backend (several GPUs, or the CPU cores made devices with
@@ -167,37 +209,76 @@ def solve_batch(
     ``paths``; ``True`` demands it. The random draws do not depend on the split (JAX's
     partitionable Threefry), only the rounding of the arithmetic may.
     """
-    if not isinstance(brownian, str):
+    if brownian is not None and not isinstance(brownian, str):
         raise TypeError("solve_batch: brownian must be 'unsafe', 'weak' or 'virtual'; to reuse "
                         "given paths, jax.vmap solve over them")
     stackable = _stackable(saveat)
+    dense = saveat is not None and saveat.dense
     if stacked is None:
-        stacked = stackable
+        stacked = stackable and not _adaptive(stepsize_controller)
     elif stacked and not stackable:
         raise ValueError("solve_batch: stacked=True needs a saveat without fn, subs of "
-                         "several fns, dense or saved solver/controller states (they would "
-                         "see the whole batch); pass stacked=False")
-    solver, y0, ts = _check(sde, y0, t0, t1, dt, solver, brownian, key, args, batch=True)
-    path_spec = _path_spec(brownian, brownian_tol, dt)
+                         "several fns or saved solver/controller states (they would see the "
+                         "whole batch); pass stacked=False")
+    if dense and not stacked:
+        raise ValueError("solve_batch: dense output (SaveAt(dense=True)) needs the stacked "
+                         "form, whose one interpolant evaluates every path; pass stacked=True "
+                         "and a saveat without fn or saved solver/controller states")
+    reverse = _under_grad((sde, y0, args))
+    solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
+                                      stepsize_controller, reverse, batch=True)
+    path_spec = _path_spec(brownian, brownian_tol, dt, stepsize_controller)
+    kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
     if stacked:
         sharding = _paths_sharding(y0.shape[0], shard)
         return _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw,
-                              diffeqsolve_kwargs, sharding)
+                              kwargs, sharding)
     if shard:
         raise ValueError("solve_batch: shard=True needs the stacked form (stacked=True)")
     keys = jr.split(key, y0.shape[0])
-    return _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw,
-                        diffeqsolve_kwargs)
+    sol = _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwargs)
+    if saveat is not None and getattr(saveat.subs, "steps", False) and _adaptive(
+            stepsize_controller):
+        return sol
+    # The save times are the same for every path: one copy of them, as in the stacked form.
+    return eqx.tree_at(lambda s: s.ts, sol, jax.tree.map(lambda t: t[0], sol.ts),
+                       is_leaf=lambda x: x is None)
 
 
 def _stackable(saveat) -> bool:
-    """Whether ``saveat`` only saves ``y`` at times, so that a stacked state can be split."""
+    """Whether ``saveat`` only saves ``y`` (at times, or densely), so that a stacked state
+    can be split into paths afterwards."""
     if saveat is None:
         return True
     subs = saveat.subs
-    return (isinstance(subs, diffrax.SubSaveAt) and subs.fn is diffrax.SaveAt(t1=True).subs.fn
-            and not (saveat.dense or saveat.solver_state or saveat.controller_state
-                     or saveat.made_jump))
+    saves_y = subs is None or (isinstance(subs, diffrax.SubSaveAt)
+                               and subs.fn is diffrax.SaveAt(t1=True).subs.fn)
+    return saves_y and not (saveat.solver_state or saveat.controller_state or saveat.made_jump)
+
+
+def _adaptive(controller) -> bool:
+    return isinstance(controller, diffrax.AbstractAdaptiveStepSizeController)
+
+
+def _under_grad(tree) -> bool:
+    """Whether a leaf of ``tree`` is being differentiated in reverse mode (``jax.grad``)."""
+    leaves = jax.tree.leaves(eqx.filter(tree, eqx.is_array))
+    return any(isinstance(leaf, _ReverseModeTracer) for leaf in leaves)
+
+
+def _solve_kwargs(ts, controller, reverse, kwargs) -> dict:
+    """``diffeqsolve``'s step size controller, ``dt0``, ``max_steps`` and adjoint.
+
+    The adjoint is ``ForwardMode`` (fast to compile; ``jax.jvp``) unless the call is
+    under ``jax.grad`` (``reverse``); then Diffrax's checkpointed reverse mode.
+    """
+    if controller is None:
+        steps = {"stepsize_controller": diffrax.StepTo(ts), "dt0": None,
+                 "max_steps": ts.shape[0] - 1}
+    else:
+        steps = {"stepsize_controller": controller, "dt0": ts[1] - ts[0]}
+    adjoint = diffrax.RecursiveCheckpointAdjoint() if reverse else diffrax.ForwardMode()
+    return {"adjoint": adjoint, **steps, **kwargs}
 
 
 def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
@@ -215,9 +296,11 @@ def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
     )
 
 
-def _path_spec(brownian, brownian_tol, dt):
+def _path_spec(brownian, brownian_tol, dt, controller):
     if isinstance(brownian, str):
-        return (brownian, float(dt) / 8 if brownian_tol is None else float(brownian_tol))
+        if brownian_tol is None:
+            brownian_tol = float(dt) / (64 if _adaptive(controller) else 8)
+        return (brownian, float(brownian_tol))
     return brownian
 
 
@@ -233,16 +316,16 @@ def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwarg
             path = diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
     else:
         path = path_spec
-    # Forward mode by default: simulation rarely needs reverse-mode gradients, it compiles
-    # faster, and Diffrax's default (checkpointed reverse mode) refuses an unsafe path.
-    kwargs = {"adjoint": diffrax.ForwardMode(), **kwargs}
+    # Forward mode by default (_solve_kwargs): simulation rarely needs reverse-mode
+    # gradients, it compiles faster, and Diffrax's default (checkpointed reverse mode)
+    # refuses an unsafe path.
     if isinstance(kwargs["adjoint"], diffrax.ForwardMode):
         solver = _forward_mode_ready(solver)
+    kwargs = dict(kwargs)
+    dt0 = kwargs.pop("dt0")
     return diffrax.diffeqsolve(
-        sde.terms(path), solver, ts[0], ts[-1], None, y0, args=args,
-        saveat=diffrax.SaveAt(t1=True) if saveat is None else saveat,
-        stepsize_controller=diffrax.StepTo(ts), max_steps=ts.shape[0] - 1, throw=throw,
-        **kwargs,
+        sde.terms(path), solver, ts[0], ts[-1], dt0, y0, args=args,
+        saveat=diffrax.SaveAt(t1=True) if saveat is None else saveat, throw=throw, **kwargs,
     )
 
 
@@ -289,19 +372,19 @@ def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwa
         y0 = jax.lax.with_sharding_constraint(y0, sharding)
     sol = _diffeqsolve(stack_sde(sde, paths), solver, y0, ts, key, path_spec, saveat, args,
                        throw, kwargs)
+    if sol.ys is None:  # dense output only
+        return sol
     # Diffrax saves (times, paths, ...); give the paths axis first as the vmapped form does.
-    return eqx.tree_at(
-        lambda s: (s.ts, s.ys), sol,
-        (jnp.broadcast_to(sol.ts, (paths, *sol.ts.shape)), jnp.moveaxis(sol.ys, 1, 0)),
-    )
+    return eqx.tree_at(lambda s: s.ys, sol, jnp.moveaxis(sol.ys, 1, 0))
 
 
 def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, *, batch):
-    """Eager checks on the inputs; returns the solver, the normalized start and the grid."""
+def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse, *, batch):
+    """Eager checks on the inputs; returns the solver, the normalized start, the grid
+    (fixed steps; its first step is ``dt``) and the kind of Brownian path."""
     if not isinstance(sde, SphereSDE):
         raise TypeError(f"sde must be a spheresde.SphereSDE, got {type(sde).__name__}")
     if solver is None:
@@ -316,6 +399,14 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, *, batch):
             f"written in {sde.convention} form; pass an {sde.convention} solver "
             f"(default: {type(default_solver(sde.convention)).__name__}) or rewrite the SDE"
         )
+    if not isinstance(solver, (_AbstractGeodesicSolver, Retracted)):
+        name = type(solver).__name__
+        raise ValueError(
+            f"solver {name} steps in R^d and leaves the sphere; wrap it as "
+            f"spheresde.Retracted({name}(...)) (normalizes every step) or use "
+            f"{type(default_solver(sde.convention)).__name__}()"
+        )
+    brownian = _check_controller(controller, solver, brownian, reverse)
     if isinstance(brownian, str):
         if brownian not in _BROWNIAN_KINDS:
             raise ValueError(f"brownian must be 'unsafe', 'weak', 'virtual' or a Diffrax "
@@ -327,8 +418,42 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, *, batch):
                         f"got {type(brownian).__name__}")
 
     ts = _grid(t0, t1, dt)
+    if controller is not None:
+        # The controller places the steps: keep t0, the end of the first step and t1, so
+        # that runs with other dt (a traced first step) share one compilation.
+        ts = ts[jnp.array([0, 1, -1])]
     y0 = _check_y0(sde, y0, ts, args, batch=batch)
-    return solver, y0, ts
+    return solver, y0, ts, brownian
+
+
+def _check_controller(controller, solver, brownian, reverse):
+    """The Brownian kind for ``controller`` and for reverse-mode differentiation
+    (``reverse``), after checking that they go together."""
+    if reverse and brownian == "unsafe":
+        raise ValueError("jax.grad through solve needs a Brownian path that can be queried "
+                         "again on the backward pass: pass brownian='virtual' (the default "
+                         "under jax.grad), not 'unsafe'")
+    if brownian is None and reverse:
+        brownian = "virtual"
+    if controller is None:
+        return "unsafe" if brownian is None else brownian
+    if not isinstance(controller, diffrax.AbstractStepSizeController):
+        raise TypeError(f"stepsize_controller must be a Diffrax step size controller such as "
+                        f"diffrax.PIDController(rtol=0, atol=1e-2), got "
+                        f"{type(controller).__name__}")
+    if not _adaptive(controller):
+        return "unsafe" if brownian is None else brownian
+    if isinstance(solver, GeodesicEuler) or (
+            isinstance(solver, Retracted) and isinstance(solver.solver, diffrax.Euler)):
+        raise ValueError(f"adaptive steps need a solver with an error estimate; "
+                         f"{type(solver).__name__} has none (Ito SDEs have fixed steps only): "
+                         f"write the SDE in Stratonovich form and use GeodesicMidpoint or "
+                         f"GeodesicHeun")
+    if brownian in ("unsafe", "weak"):
+        raise ValueError(f"adaptive steps need a Brownian path that can be queried at any "
+                         f"time (a rejected step is retried on it): pass brownian='virtual' "
+                         f"or a diffrax.VirtualBrownianTree, not {brownian!r}")
+    return "virtual" if brownian is None else brownian
 
 
 def _grid(t0, t1, dt) -> Array:
@@ -392,4 +517,29 @@ def _check_y0(sde, y0, ts, args, *, batch):
                 f"y0 rows are off the unit sphere by up to {off:.3g}; normalizing them",
                 OffSphereWarning, stacklevel=3,
             )
-    return retract(y0)
+    y0 = retract(y0)
+    if sde.convention == "stratonovich" and not any(
+            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
+        _check_tangent(sde, y0[0] if batch else y0, ts[0], args)
+    return y0
+
+
+def _check_tangent(sde, y, t, args):
+    """Refuse a Stratonovich drift or diffusion with a normal part, probed at ``y`` (the
+    diffusion with a fixed increment): the Stratonovich solvers take both as tangent and
+    would move the state off the sphere, or, with ``Retracted``, turn the normal part
+    into a wrong Ito drift, so the SDE solved would not be the one written."""
+    dw = jr.normal(jr.key(0), sde.noise_shape, y.dtype)
+    fields = (("drift", "f(y)", sde.drift(t, y, args)),
+              ("diffusion", "g(y) dw", sde.diffusion(t, y, args, dw)))
+    y = np.asarray(y)
+    for name, formula, value in fields:
+        value = np.asarray(value)
+        worst = float(np.max(np.abs(np.sum(y * value, axis=-1))))
+        scale = float(np.max(np.linalg.norm(value, axis=-1)))
+        if worst > 1000 * np.finfo(y.dtype).eps * max(scale, 1.0):
+            raise ValueError(
+                f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = {worst:.3g} at "
+                f"y0 (for |{formula}| up to {scale:.3g}); a Stratonovich {name} must be "
+                f"tangent, e.g. return spheresde.project_tangent(y, ...)"
+            )

@@ -22,8 +22,12 @@ with status 2; Ctrl-C exits with status 130 and keeps every finished point.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import re
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from .experiments import SPECS, BadParameters, ParameterMismatch, run
@@ -90,20 +94,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_writable(parser: argparse.ArgumentParser, out: str) -> Path:
+    if not out.strip():
+        parser.error("--out is empty; give the output directory, e.g. --out results")
     path = Path(out)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        with tempfile.NamedTemporaryFile(dir=path):
             pass
     except OSError as err:
-        parser.error(f"--out {out}: cannot write there ({err.strerror or err})")
+        reason = err.strerror or str(err)
+        if err.errno == errno.ENOENT and path.is_dir():
+            # What a pseudo file system such as /proc answers to a new file.
+            reason = "its file system does not accept new files"
+        elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            reason = f"not writable: {reason}"
+        parser.error(f"--out {out}: cannot write there ({reason})")
     return path
+
+
+# A value that starts with a minus sign: a negative number, list or range ("-1,2", "-2:2:5").
+_NEGATIVE_VALUE = re.compile(r"-(\d|\.\d)")
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--opt -1,2`` as ``--opt=-1,2``: argparse reads a value starting with ``-`` that is
+    not a plain number as an option, and would report the value as missing."""
+    out: list[str] = []
+    for arg in argv:
+        previous = out[-1] if out else ""
+        if (_NEGATIVE_VALUE.match(arg) and previous.startswith("--") and "=" not in previous
+                and previous not in ("--quiet", "--overwrite", "--help", "--version")):
+            out[-1] = f"{previous}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``spheresde`` command line; return the exit status."""
-    args = build_parser().parse_args(argv)
+    argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
+    args, unknown = build_parser().parse_known_args(argv)
     sub = args.parser
+    if unknown:
+        # The sub-command's parser, so that the message points to its --help.
+        sub.error(f"unrecognized arguments: {' '.join(unknown)}")
     values = {f.name: getattr(args, f.name) for f in args.spec_cls.spec_fields()}
     try:
         spec = args.spec_cls(**values)
@@ -112,7 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = _check_writable(sub, args.out)
         try:
-            lines = run(spec, out, quiet=args.quiet, overwrite=args.overwrite)
+            with warnings.catch_warnings():
+                if args.quiet:
+                    # NumPy/SciPy floating-point RuntimeWarnings (overflow to inf in a
+                    # quadrature or a threshold where none exists) are not for the
+                    # reader of a quiet run; the results mark such points themselves.
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                lines = run(spec, out, quiet=args.quiet, overwrite=args.overwrite)
         except (ParameterMismatch, BadParameters) as err:
             sub.error(str(err))
     except KeyboardInterrupt:

@@ -250,3 +250,61 @@ def test_hybrid_exact_columns(tmp_path):
         fractions = {k: float(r[f"p_{k}"]) for k in ("single", "antipodal", "undecided")}
         assert r["dominant"] == max(fractions, key=fractions.get)
     assert (tmp_path / "hybrid.png").stat().st_size > 0
+
+
+# Issue 14: inputs the parser used to misread, each refused with the real reason.
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("phase", "--betas", "-1,2"), "argument --betas: '-1.0' must be >= 0"),
+        (("phase", "--betas", "-2:1:3"), "argument --betas: '-2.0' must be >= 0"),
+        (("phase", "--betas", "1,,2"), "an empty entry in the list"),
+        (("phase", "--betas", "1,2,"), "an empty entry in the list"),
+        (("phase", "--bogus"), "unrecognized arguments: --bogus (see 'spheresde phase --help')"),
+    ],
+)
+def test_misread_input_is_refused_with_its_reason(tmp_path, capsys, args, says):
+    test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says)
+
+
+@pytest.mark.parametrize(("out", "says"), [("", "--out is empty"),
+                                           ("/proc", "does not accept new files")])
+def test_out_that_cannot_hold_results(capsys, out, says):
+    from spheresde.cli import main
+
+    if out and not os.path.isdir(out):
+        pytest.skip(f"no {out} on this system")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["field", "--out", out, "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert says in err
+
+
+def test_quiet_silences_numerical_runtime_warnings(tmp_path, monkeypatch):
+    # filterwarnings = error: a RuntimeWarning escaping main would fail this test.
+    import warnings
+
+    import spheresde.cli as cli
+
+    def run(spec, out, *, quiet, overwrite):
+        warnings.warn("overflow encountered in betainc", RuntimeWarning, stacklevel=1)
+        return []
+
+    monkeypatch.setattr(cli, "run", run)
+    assert cli.main(["field", "--out", str(tmp_path), "--quiet"]) == 0
+    with pytest.raises(RuntimeWarning, match="overflow"):
+        cli.main(["field", "--out", str(tmp_path)])
+
+
+def test_beta_is_the_inverse_temperature_in_every_help():
+    import re
+
+    from spheresde.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for command, sub in commands.items():
+        text = " ".join(sub.format_help().split())
+        assert not re.search(r"(?<!inverse )temperature", text), command

@@ -219,6 +219,30 @@ def test_documented_names_parser_catches_a_missing_name(tmp_path):
                    ".. data:: NO_SUCH_CODE", ":class:`~spheresde.Gone`"]
 
 
+# A <script> whose src names a host ("https://...", "//cdn...") needs the network.
+_REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc\s*=\s*[\"']?(?:[a-z][a-z0-9+.-]*:)?//",
+                            re.IGNORECASE)
+
+
+def network_scripts(html_dir: Path) -> list[str]:
+    """``page: tag`` for every script tag of the built pages loaded from the network."""
+    found = []
+    for page in sorted(html_dir.rglob("*.html")):
+        for match in re.finditer(r"<script\b[^>]*>", page.read_text(errors="replace")):
+            if _REMOTE_SCRIPT.match(match.group(0)):
+                found.append(f"{page.relative_to(html_dir)}: {match.group(0)}")
+    return found
+
+
+def test_network_scripts_finds_a_cdn_script(tmp_path):
+    (tmp_path / "a.html").write_text(
+        '<script src="_static/mathjax/tex-chtml.js"></script>'
+        '<script defer="defer" src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js">'
+        "</script><script>var x = 'https://not-a-src';</script>")
+    (tmp_path / "b.html").write_text("<script src='//cdn.example.org/x.js'></script>")
+    assert [line.split(":")[0] for line in network_scripts(tmp_path)] == ["a.html", "b.html"]
+
+
 @pytest.mark.slow
 def test_sphinx_build_with_examples(tmp_path):
     """Build the html docs from a fresh copy (so every example really executes)."""
@@ -236,6 +260,9 @@ def test_sphinx_build_with_examples(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert (out / "index.html").is_file()
+    # Opened from disk without a network, the pages must still render their formulas.
+    assert not network_scripts(out), "\n".join(network_scripts(out)[:5])
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
     images = src / "docs" / "auto_examples" / "images"
     for example in EXAMPLES:
         page = out / "auto_examples" / f"{example.stem}.html"

@@ -56,5 +56,5 @@ def test_ito_lemma_1d_log_of_gbm():
 
 
 def test_shape_mismatch_is_rejected():
-    with pytest.raises(ValueError, match="leading axis"):
+    with pytest.raises(ValueError, match=r"N = 2 state variables, got shape \(1, 1\)"):
         stratonovich_correction([x, y], [[x]])

@@ -63,3 +63,58 @@ def test_frozen_attention_is_mu_p_a_on_the_spheres():
     expected = sp.Matrix([e for x, a in zip(tokens, att, strict=True)
                           for e in mu * (sp.eye(2) - x * x.T) * a])
     assert (frozen - expected).applyfunc(lambda e: strat.on_spheres(e, tokens)) == sp.zeros(4, 1)
+
+
+def test_rho_stratonovich_drift_keeps_r_of_rho():
+    # Issue 14: the Stratonovich drift of the rho-SDE at rho = 0.3, beta = 1, d = 4,
+    # eps = 1, mu = 0 is 1.02074; holding r fixed gives the wrong 0.95898. Second witness:
+    # m - s s'/2 with s' a central difference (h = 1e-5, error ~1e-10) of s(rho) in rho.
+    from proofs_check.symbols import beta, d, rho
+    from proofs_check.two_token import derive_rho_sde
+
+    sde = derive_rho_sde()
+    values = {beta: 1, d: 4, eps: 1, mu: 0}
+    drift = sde.stratonovich_drift
+    assert drift.free_symbols <= {rho, beta, d, eps, mu}
+    assert float(drift.subs({**values, rho: 0.3})) == pytest.approx(1.02074, abs=1e-5)
+    m = sp.lambdify(rho, sde.in_rho(sde.drift).subs(values))
+    s = sp.lambdify(rho, sde.in_rho(sde.diffusion).subs(values))
+    for x in (-0.7, 0.3, 0.9):
+        slope = (s(x + 1e-5) - s(x - 1e-5)) / 2e-5
+        assert float(drift.subs({**values, rho: x})) == pytest.approx(m(x) - s(x) * slope / 2,
+                                                                       abs=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "words"),
+    [
+        ((["x", "y"], [0, 0], "cols"), TypeError, "state must hold SymPy symbols"),
+        (("x y", [0, 0], "cols"), TypeError, "state must be a list of SymPy symbols"),
+        (("xy", ["0", 0], "cols"), TypeError, "drift must hold SymPy expressions"),
+        (("xy", [0], "cols"), ValueError, r"drift must have one entry per state variable \(2\)"),
+        (("xy", [0, 0], "scalar"), ValueError, r"diffusion must have shape \(N, \*noise_shape\)"),
+        (("xy", [0, 0], "flat"), ValueError, r"got shape \(2,\)"),
+    ],
+)
+@pytest.mark.parametrize("convert", ["ito_to_stratonovich", "stratonovich_to_ito"])
+def test_conversions_reject_bad_input(convert, args, error, words):
+    # Before issue 14: string names silently returned [0, 0]; a wrong length or a scalar
+    # diffusion raised SymPy's raw ShapeError / IndexError.
+    import proofs_check.ito as ito
+
+    x, y = sp.symbols("x y", real=True)
+    state, drift, diffusion = args
+    state = [x, y] if state == "xy" else state
+    diffusion = {"cols": [[-y], [x]], "scalar": x, "flat": [-y, x]}[diffusion]
+    with pytest.raises(error, match=words):
+        getattr(ito, convert)(state, drift, diffusion)
+
+
+def test_conversion_refuses_r_held_fixed():
+    import proofs_check.ito as ito
+    from proofs_check.symbols import rho
+    from proofs_check.two_token import derive_rho_sde
+
+    sde = derive_rho_sde()
+    with pytest.raises(ValueError, match=r"substitute it first with RhoSDE\.in_rho"):
+        ito.ito_to_stratonovich([rho], [sde.drift], [[sde.diffusion]])

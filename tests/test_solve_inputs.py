@@ -130,3 +130,70 @@ def test_solve_batch_checks_every_row():
     y0 = jnp.stack([Y0, jnp.array([0.0, jnp.nan, 0.0])])
     with pytest.raises(ValueError, match="y0 contains NaN"):
         spheresde.solve_batch(ITO, y0, 0.0, 0.1, 0.01, key=jr.key(0))
+
+
+STRAT = brownian_motion_sde(3, "stratonovich")
+
+
+@pytest.mark.parametrize("solver", [diffrax.Euler(), diffrax.Heun(), diffrax.Midpoint()])
+def test_unretracted_solver_refused(solver):
+    # Diffrax's own steps leave the sphere (|X| grows by ~|dW|^2 per step).
+    sde = ITO if isinstance(solver, diffrax.Euler) else STRAT
+    with pytest.raises(ValueError, match=r"leaves the sphere; wrap it as spheresde\.Retracted"):
+        _solve(sde=sde, solver=solver)
+
+
+def test_non_tangent_stratonovich_diffusion_refused():
+    # g(y) dw = dw has a normal part <y, dw> != 0 for the probe increment.
+    sde = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), lambda t, y, a, dw: dw, (3,),
+                              "stratonovich")
+    with pytest.raises(ValueError, match=r"sde\.diffusion is not tangent to the sphere"):
+        _solve(sde=sde)
+    with pytest.raises(ValueError, match="not tangent"):
+        spheresde.solve_batch(sde, jnp.broadcast_to(Y0, (4, 3)), 0.0, 0.1, 0.01, key=jr.key(0))
+
+
+def test_tangent_diffusion_in_float32_passes_the_probe():
+    # Rounding of a tangent diffusion (float32) must not trip the check: no error here.
+    y0 = spheresde.sample_uniform(jr.key(3), (5,), 3, dtype=jnp.float32)
+    spheresde._solve._check_tangent(STRAT, y0, 0.0, None)
+
+
+@pytest.mark.parametrize(
+    ("sde", "solver", "brownian", "words"),
+    [
+        (ITO, None, None, "GeodesicEuler has none"),
+        (ITO, spheresde.Retracted(diffrax.Euler()), None, "Retracted has none"),
+        (STRAT, None, "unsafe", "pass brownian='virtual'"),
+        (STRAT, None, "weak", "pass brownian='virtual'"),
+    ],
+)
+def test_adaptive_steps_refused_clearly(sde, solver, brownian, words):
+    with pytest.raises(ValueError, match=words):
+        _solve(sde=sde, solver=solver, brownian=brownian,
+               stepsize_controller=diffrax.PIDController(rtol=0, atol=1e-2))
+
+
+def test_controller_not_a_controller():
+    with pytest.raises(TypeError, match="stepsize_controller must be a Diffrax step size"):
+        _solve(stepsize_controller="pid")
+
+
+def test_grad_with_unsafe_path_says_what_to_pass():
+    with pytest.raises(ValueError, match="pass brownian='virtual'"):
+        jax.grad(lambda y: _solve(sde=STRAT, y0=y, brownian="unsafe").ys.sum())(Y0)
+
+
+def test_dense_output_needs_the_stacked_form():
+    with pytest.raises(ValueError, match=r"dense output .* needs the stacked form"):
+        spheresde.solve_batch(STRAT, jnp.broadcast_to(Y0, (4, 3)), 0.0, 0.1, 0.01,
+                              key=jr.key(0), saveat=diffrax.SaveAt(dense=True), stacked=False)
+
+
+def test_non_tangent_stratonovich_drift_refused():
+    # The Stratonovich schemes take drift and diffusion as tangent (no second projection,
+    # the cost that made them 4x slower, bench_solvers.py --stratonovich): a normal part
+    # in the drift (here -y, an Ito-style drift in a Stratonovich SDE) is refused.
+    sde = spheresde.SphereSDE(lambda t, y, a: -y, STRAT.diffusion, (3,), "stratonovich")
+    with pytest.raises(ValueError, match=r"sde\.drift is not tangent to the sphere"):
+        _solve(sde=sde)

@@ -257,7 +257,7 @@ def _hybrid_section(results: dict) -> tuple[str, list]:
                 "\"Antipodal dominant iff eps lies above the curve\" holds in "
                 f"{paper_ok[0]}/{paper_ok[1]} decided cells for the paper's curve and in "
                 f"{linear_ok[0]}/{linear_ok[1]} for the exact two-token linearization; "
-                "per temperature (S single, A antipodal, U undecided, eps ascending):",
+                "per inverse temperature (S single, A antipodal, U undecided, eps ascending):",
                 "",
             ]
             eps = sorted({r.eps for r in rows})

@@ -50,7 +50,7 @@ def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
 def _compiled(method: str):
     """``(key, tokens0, beta, weights, layers, horizon) -> final tokens``, jitted once.
 
-    ``beta`` is traced, so a sweep over temperatures compiles once per shape and weight
+    ``beta`` is traced, so a sweep over inverse temperatures compiles once per shape and weight
     model instead of once per grid point (compilation dominates at quick sizes).
     """
     import jax

@@ -129,7 +129,11 @@ class FieldKind:
             step = (stop - start) / (num - 1) if num > 1 else 0.0
             # 12 significant digits: grid keys stay the numbers a user would type
             return tuple(float(f"{start + k * step:.12g}") for k in range(num))
-        return tuple(self._parse_one(p) for p in text.split(",") if p.strip())
+        parts = text.split(",")
+        if any(not p.strip() for p in parts):
+            raise ValueError(f"{text!r}: an empty entry in the list (two commas, or a comma "
+                             f"at an end)")
+        return tuple(self._parse_one(p) for p in parts)
 
     def _parse_one(self, text: str) -> Any:
         text = text.strip()

@@ -19,5 +19,6 @@ on the sphere (tests/test_orders.py).
 
 from ._geodesic import GeodesicEuler as GeodesicEuler
 from ._geodesic import GeodesicHeun as GeodesicHeun
+from ._geodesic import GeodesicInterpolation as GeodesicInterpolation
 from ._geodesic import GeodesicMidpoint as GeodesicMidpoint
 from ._retracted import Retracted as Retracted

@@ -6,6 +6,7 @@ import diffrax
 from jaxtyping import PyTree
 
 from .._geometry import retract
+from ._geodesic import GeodesicInterpolation
 
 # Weak orders of the Diffrax solvers a user is likely to wrap (Diffrax itself only
 # records ODE and strong orders). All are Euler-Maruyama-like in the noise: weak order 1.
@@ -29,7 +30,11 @@ class Retracted(diffrax.AbstractWrappedSolver):
     the inner solver's: 0.5 and 1 for Euler and Heun with non-commuting noise.
 
     Inner stages leave the sphere by :math:`O(\Delta t)`; the drift and diffusion must
-    accept such points (``spheresde.project_tangent`` does).
+    accept such points (``spheresde.project_tangent`` does). Dense output follows the
+    great circle between the retracted states
+    (:class:`~spheresde.solvers.GeodesicInterpolation`), not the inner solver's
+    polynomial, so saved values stay on the sphere; the inner solver's error estimate
+    (Heun's embedded Euler step) serves adaptive steps.
 
     Parameters
     ----------
@@ -43,9 +48,7 @@ class Retracted(diffrax.AbstractWrappedSolver):
     def term_structure(self):
         return self.solver.term_structure
 
-    @property
-    def interpolation_cls(self):  # pyright: ignore
-        return self.solver.interpolation_cls
+    interpolation_cls = GeodesicInterpolation
 
     @property
     def term_compatible_contr_kwargs(self):
@@ -75,8 +78,9 @@ class Retracted(diffrax.AbstractWrappedSolver):
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, made_jump
         )
+        del dense_info
         y1 = retract(y1)
-        return y1, y_error, dict(dense_info, y1=y1), solver_state, result
+        return y1, y_error, dict(y0=y0, y1=y1), solver_state, result
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from ._scales import SCALES
 from ._spec import SEED, ExperimentSpec, param
-from ._sweep import atomic_write_text
+from ._sweep import RunOptions, atomic_write_text, run_options
 
 
 @dataclass(frozen=True)
@@ -55,22 +55,26 @@ def _tally(text: str) -> str:
 
 
 def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False) -> list[str]:
-    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write ``REPORT.md``."""
+              overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
+    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
+    ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
     from ._field import FieldSpec, run_field
     from ._report import write_report
     from .registry import RUNNERS
 
+    options = run_options(options, quiet=quiet, overwrite=overwrite)
+    quiet, overwrite = options.quiet, options.overwrite
     out = Path(out)
+    sweeps = {name: replace(preset, seed=spec.seed)
+              for name, preset in SCALES[spec.scale].items() if preset is not None}
+    if options.dry_run:
+        return [line for name, sweep in sweeps.items()
+                for line in RUNNERS[sweep.command](sweep, out, name=name, options=options)]
     start = time.perf_counter()
     field = FieldSpec()
     results: dict = {"field": run_field(field, out)}
-    for name, preset in SCALES[spec.scale].items():
-        if preset is None:
-            continue
-        sweep = replace(preset, seed=spec.seed)
-        results[name] = RUNNERS[sweep.command](sweep, out, quiet=quiet, overwrite=overwrite,
-                                               name=name)
+    for name, sweep in sweeps.items():
+        results[name] = RUNNERS[sweep.command](sweep, out, name=name, options=options)
     if not quiet:
         print("running python -m proofs_check ...", file=sys.stderr)
     proofs = proofs_check_report(out, overwrite=overwrite)

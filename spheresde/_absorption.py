@@ -33,8 +33,9 @@ criterion is the conservative one, *never absorb*.
 
 :func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
 steps inside one compiled call, the absorbed ones are dropped on the host, and the
-survivors are packed into a smaller batch (sizes rounded up to a power of two, so only a
-few shapes are ever compiled). Each trajectory draws its randomness from its own key
+survivors are packed into a smaller batch (sizes rounded up to a power of two, at least
+256, so only a few shapes are ever compiled; step counts are traced, not compiled in).
+Each trajectory draws its randomness from its own key
 (folded with the step), so a trajectory's path does not depend on which others are
 still running: with and without absorption, the same seed gives the same trajectories.
 """
@@ -56,7 +57,7 @@ from ._outcomes import ANTIPODAL, SINGLE, classify, classify_rho
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
-_MIN_BATCH = 64
+_MIN_BATCH = 256
 LIVE = -1
 
 
@@ -150,23 +151,27 @@ def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: C
 _BITS = 32
 
 
-@functools.partial(jax.jit, static_argnames=("words", "block"))
-def _advance_rho(z, keys, first_word, beta, d, eps, mu, dt, *, words: int, block: int):
+@jax.jit
+def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
+    """``count`` Euler steps in z from step ``start`` (a multiple of 32): one random word
+    per lane per 32 steps. Both are traced, so one program serves every segment."""
     from .two_token._monte_carlo import _z_coefficients
 
     coefficients = _z_coefficients()
     sqrt_dt = jnp.sqrt(dt)
 
-    def word(z, w):
-        bits = jax.vmap(lambda k: jax.random.bits(jax.random.fold_in(k, w), (), jnp.uint32))(keys)
-        for i in range(block):
+    def word(w, z):
+        bits = jax.vmap(lambda k: jax.random.bits(
+            jax.random.fold_in(k, start // _BITS + w), (), jnp.uint32))(keys)
+
+        def step(i, z):
             t = jnp.tanh(z)
             drift, diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
-            z = z + drift * dt + diffusion * sqrt_dt * bit_signs(bits, i, z.dtype)
-        return z, None
+            return z + drift * dt + diffusion * sqrt_dt * bit_signs(bits, i, z.dtype)
 
-    z, _ = jax.lax.scan(word, z, first_word + jnp.arange(words))
-    return z
+        return jax.lax.fori_loop(0, jnp.minimum(_BITS, count - w * _BITS), step, z)
+
+    return jax.lax.fori_loop(0, (count + _BITS - 1) // _BITS, word, z)
 
 
 def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectories: int,
@@ -181,7 +186,8 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
     the trajectory-steps simulated.
     """
     steps = round(horizon / dt)
-    segment = max(_BITS, segment - segment % _BITS)
+    # segments start on a random word: a multiple of 32 steps, about 8 per horizon or more
+    segment = max(_BITS, min(segment, steps // 8) // _BITS * _BITS)
     z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
                                    float(bound))
     start_key, path_key = jax.random.split(key)
@@ -193,13 +199,7 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 
     def advance(state, start, count):
         z, lane_keys = state
-        words, rest = divmod(count, _BITS)
-        first = start // _BITS
-        if words:
-            z = _advance_rho(z, lane_keys, first, *scalars, words=words, block=_BITS)
-        if rest:
-            z = _advance_rho(z, lane_keys, first + words, *scalars, words=1, block=rest)
-        return z, lane_keys
+        return _advance_rho(z, lane_keys, start, count, *scalars), lane_keys
 
     def status(state):
         z = np.asarray(state[0], float)
@@ -214,20 +214,20 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 # --------------------------------------------------------------- the discrete network, n = 2
 
 
-@functools.partial(jax.jit, static_argnames=("count", "drift_step", "noise_step", "noise"))
-def _advance_network(x, keys, start, beta, *, count, drift_step, noise_step, noise):
+@functools.partial(jax.jit, static_argnames=("drift_step", "noise_step", "noise"))
+def _advance_network(x, keys, start, count, beta, *, drift_step, noise_step, noise):
+    """``count`` layers from layer ``start`` (both traced: one program per batch shape)."""
     _, n, d = x.shape
     z_shape = noise_shape(noise, d, n)
     one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
                                             noise, 1.0))
 
-    def one(x, k):
-        z = jax.vmap(lambda key: jax.random.normal(jax.random.fold_in(key, k), z_shape,
+    def one(i, x):
+        z = jax.vmap(lambda key: jax.random.normal(jax.random.fold_in(key, start + i), z_shape,
                                                    x.dtype))(keys)
-        return one_layer(x, z), None
+        return one_layer(x, z)
 
-    x, _ = jax.lax.scan(one, x, start + jnp.arange(count))
-    return x
+    return jax.lax.fori_loop(0, count, one, x)
 
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
@@ -244,6 +244,7 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     from ._geometry import sample_uniform
 
     steps = round(horizon * layers)
+    segment = max(1, min(segment, steps // 8))
     mu, eps = weights.limit()
     deterministic = weights.layer_steps(layers)[1] == 0.0
     z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
@@ -259,7 +260,7 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
 
     def advance(state, start, count):
         x, lane_keys = state
-        return _advance_network(x, lane_keys, start, beta, count=count, drift_step=drift_step,
+        return _advance_network(x, lane_keys, start, count, beta, drift_step=drift_step,
                                 noise_step=noise_step, noise=noise), lane_keys
 
     def status(state):

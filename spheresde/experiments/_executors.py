@@ -82,7 +82,11 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
         return
     import logging
 
-    from distributed import Client, LocalCluster
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise BadParameters("--workers and --scheduler need dask.distributed: "
+                            "pip install 'spheresde[dask]'") from None
 
     if options.scheduler is not None:
         try:

@@ -4,9 +4,10 @@ The plan counts the points and chunks still to compute (those already stored in 
 output directory are skipped, as a real run would skip them) and their
 trajectory-steps. The wall-time estimate comes from a short calibration: one small
 chunk with a short horizon run twice (the first call compiles), its throughput in
-trajectory-steps per second, applied to what is left, plus the compilation. It counts every step, so with
-early absorption (on by default) the real run is usually faster; with ``--workers N``
-it assumes N times the throughput of this process. Nothing is written.
+trajectory-steps per second applied to what is left, plus the compilation. It counts
+every step, so with early absorption (on by default) the real run is usually faster;
+with ``--workers N`` it assumes N times the throughput of this process. Nothing is
+written.
 """
 
 from __future__ import annotations

@@ -427,7 +427,7 @@ class RunOptions:
 
     quiet: bool = False
     overwrite: bool = False
-    chunk_size: int = 1000
+    chunk_size: int = 10_000
     workers: int = 0
     scheduler: str | None = None
     dry_run: bool = False

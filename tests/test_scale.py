@@ -108,32 +108,35 @@ def test_bad_run_options_are_one_line_and_exit_2(tmp_path, capsys, args, says):
     assert not (tmp_path / "o").exists()
 
 
-def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+def test_dry_run_prints_the_plan_skips_stored_points_and_writes_nothing(tmp_path, capsys):
     from spheresde.cli import main
 
-    assert main(["phase", "--method", "exact", "--dims", "4,5", "--betas", "1,2,3",
-                 "--dry-run", "--out", str(tmp_path / "o")]) == 0
-    out = capsys.readouterr().out
-    assert "points: 6 to compute of 6 (0 stored)" in out
-    assert "nothing to simulate" in out
+    exact = ["phase", "--method", "exact", "--dims", "4,5", "--out", str(tmp_path / "o")]
+    assert main([*exact, "--betas", "1,2,3", "--dry-run"]) == 0
+    assert "points: 6 to compute of 6 (0 stored)" in capsys.readouterr().out
     assert not (tmp_path / "o").exists()
+    assert main([*exact, "--betas", "1", "--quiet"]) == 0  # two points stored
+    before = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    assert main([*exact, "--betas", "1,2,3", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "points: 4 to compute of 6 (2 stored)" in out
+    assert "nothing to simulate" in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == before
 
 
 @pytest.mark.slow
-def test_dry_run_counts_stored_work_and_calibrates(tmp_path, capsys):
+def test_dry_run_counts_trajectory_steps_and_calibrates(tmp_path, capsys):
     from spheresde.cli import main
 
-    args = ["phase", "--dims", "4", "--betas", "1,2", "--trajectories", "300", "--layers", "5",
-            "--horizon", "4", "--chunk-size", "100", "--out", str(tmp_path), "--quiet"]
-    assert main([*args[:4], "1", *args[5:]]) == 0  # beta 1 only: stored
-    before = sorted(p.name for p in tmp_path.iterdir())
-    assert main([*args, "--dry-run"]) == 0
+    assert main(["phase", "--dims", "4", "--betas", "1,2", "--trajectories", "300",
+                 "--layers", "5", "--horizon", "4", "--chunk-size", "100", "--dry-run",
+                 "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    assert "points: 1 to compute of 2 (1 stored)" in out
-    assert "chunks: 3 to compute, 3 per point of 100 trajectories" in out
-    assert "trajectory-steps: 6.000e+03 (300 trajectories x 20 steps)" in out
+    assert "chunks: 6 to compute, 3 per point of 100 trajectories" in out
+    assert "trajectory-steps: 1.200e+04 (600 trajectories x 20 steps)" in out
+    assert "trajectory-steps/s in this process" in out
     assert "estimated wall time" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow

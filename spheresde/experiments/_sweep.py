@@ -344,8 +344,11 @@ class Sweep(Generic[R]):
 
         executor = SerialExecutor() if executor is None else executor
         order = [self._key(p) for p in points]
-        # finished rows of points no longer on the grid leave the table (and the metadata)
-        self.rows = {k: v for k, v in self.rows.items() if k in set(order)}
+        # points no longer on the grid leave the table and the chunk store
+        on_grid = set(order)
+        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}
+        self.partial = {k: v for k, v in self.partial.items()
+                        if tuple(k.split("|")) in on_grid}
         pending = [p for p in points if not self.is_done(p)]
         needed = {self._key(p): chunks(p) for p in pending}
         results: dict[tuple[str, ...], dict[int, Any]] = {

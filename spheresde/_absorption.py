@@ -34,7 +34,7 @@ criterion is the conservative one, *never absorb*.
 :func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
 steps inside one compiled call, the absorbed ones are dropped on the host, and the
 survivors are packed into a smaller batch (sizes rounded up to a power of two, at least
-256, so only a few shapes are ever compiled; step counts are traced, not compiled in).
+64, so only a few shapes are ever compiled; step counts are traced, not compiled in).
 Each trajectory draws its randomness from its own key
 (folded with the step), so a trajectory's path does not depend on which others are
 still running: with and without absorption, the same seed gives the same trajectories.
@@ -57,7 +57,7 @@ from ._outcomes import ANTIPODAL, SINGLE, classify, classify_rho
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
-_MIN_BATCH = 256
+_MIN_BATCH = 64
 LIVE = -1
 
 

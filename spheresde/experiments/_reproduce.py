@@ -24,8 +24,9 @@ class ReproduceSpec(ExperimentSpec):
     summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 2 minutes on 2 CPU cores; paper: the paper's sizes (days on a "
-        "CPU, use an accelerator); smoke: toy sizes in seconds, to check the pipeline")
+        "quick", "quick: about 2 minutes on 2 CPU cores; paper: the paper's sizes (a day or "
+        "more on 2 CPU cores: use a GPU or Dask, and --dry-run for an estimate); smoke: toy "
+        "sizes in seconds, to check the pipeline")
     seed: int = param(0, **SEED)
 
 

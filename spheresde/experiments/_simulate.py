@@ -20,7 +20,6 @@ fractions.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import numpy as np
 
@@ -31,19 +30,7 @@ from .._outcomes import (
     OutcomeFractions,
     classify,
     cluster_sizes,
-    fractions_from_codes,
 )
-
-
-class Simulated(NamedTuple):
-    """Monte Carlo outcomes: fractions (from the outcome codes) and cluster sizes.
-
-    ``minority``: for every antipodal sample, the size of its smaller cluster (``None``
-    for the reduced 1-D SDE, which has no tokens to count).
-    """
-
-    fractions: OutcomeFractions
-    minority: np.ndarray | None
 
 
 def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
@@ -100,30 +87,6 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
     else:
         p = two_token.antipodal_probability(beta, d, mu=mu, eps=eps)
     return OutcomeFractions.exact(p)
-
-
-def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
-             layers: int, horizon: float, tol: float, sigma: float = 1.0, mu: float = 0.0,
-             eps: float | None = None, constant: bool = False) -> Simulated:
-    """Monte Carlo outcomes of ``tokens`` uniform tokens under ``method`` (see module doc).
-
-    Pure noise with ``sigma`` by default; the hybrid model when ``eps`` is given; the
-    deterministic ``V = Id`` of earlier theory with ``constant`` (network and particle
-    methods only; then ``horizon`` is in that model's own time, see ``ConstantWeights``).
-    """
-    if method == "reduced" and not constant:
-        from .. import two_token
-
-        rho = two_token.simulate_rho(
-            key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
-            **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
-        )
-        return Simulated(two_token.rho_fractions(rho, tol), None)
-    codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
-                                      weights=_weights(sigma, mu, eps, constant),
-                                      trajectories=trajectories, layers=layers,
-                                      horizon=horizon, tol=tol)
-    return Simulated(fractions_from_codes(codes), minority)
 
 
 def _token_outcomes(method: str, key, *, tol: float, **sizes) -> tuple[np.ndarray, np.ndarray]:

@@ -34,10 +34,21 @@ class SerialExecutor:
 
 
 def _in_worker(fn: Callable, x64: bool, *task):
-    """Run one task on a Dask worker with the submitter's floating-point precision."""
+    """Run one task on a Dask worker with the submitter's floating-point precision.
+
+    The workers of one machine share JAX's persistent compilation cache, so a program
+    that one worker compiled is loaded, not compiled again, by the others.
+    """
+    import os
+    import tempfile
+
     import jax
 
     jax.config.update("jax_enable_x64", x64)
+    if jax.config.jax_compilation_cache_dir is None:
+        jax.config.update("jax_compilation_cache_dir",
+                          os.path.join(tempfile.gettempdir(), "spheresde-jax-cache"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return fn(*task)
 
 

@@ -15,8 +15,15 @@ The options of each subcommand are the fields of its spec in
 once); this module only turns them into argparse options. Every sweep is resumable: each
 finished grid point is saved at once, re-running the same command computes only what is
 missing, and the same command with other parameters into the same ``--out`` directory
-refuses unless ``--overwrite`` is given. Errors in the arguments print one line and exit
-with status 2; Ctrl-C exits with status 130 and keeps every finished point.
+refuses unless ``--overwrite`` is given (a grid extended by new points computes only
+those). Errors in the arguments print one line and exit with status 2; Ctrl-C exits
+with status 130 and keeps every finished point and chunk.
+
+How to run, never what (no number changes): ``--workers N`` runs the chunks of the
+sweep on a local Dask cluster, ``--scheduler ADDRESS`` on an existing one,
+``--dry-run`` prints the plan and a wall-time estimate and writes nothing. The chunk
+size (``--chunk-size``) is recorded with the sweep: another chunk size is another
+random stream, so it refuses like another parameter would.
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ from pathlib import Path
 
 from .experiments import SPECS, BadParameters, ParameterMismatch, run
 from .experiments._spec import SpecField, problem
+from .experiments._sweep import RunOptions
 
-RUN_OPTIONS = ("out", "quiet", "overwrite")  # how to run, not what: never in a spec
+# how to run, not what: never in a spec
+RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,7 +99,33 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
         p.add_argument("--overwrite", action="store_true",
                        help="replace a stored sweep made with other parameters")
+        p.add_argument("--chunk-size", type=_positive("--chunk-size"),
+                       default=RunOptions.chunk_size, metavar="N",
+                       help="trajectories per chunk, the unit of work, saving and seeding "
+                            f"(default {RunOptions.chunk_size}; recorded with the sweep)")
+        p.add_argument("--workers", type=_positive("--workers"), default=0, metavar="N",
+                       help="run the chunks on a local Dask cluster of N worker processes")
+        p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run the chunks on an existing Dask cluster, e.g. "
+                            "tcp://10.0.0.5:8786")
+        p.add_argument("--dry-run", action="store_true",
+                       help="print the plan (points, chunks, trajectory-steps) and a "
+                            "wall-time estimate from a short calibration; write nothing")
     return parser
+
+
+def _positive(flag: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+        return value
+
+    parse.__name__ = flag
+    return parse
 
 
 def _check_writable(parser: argparse.ArgumentParser, out: str) -> Path:
@@ -145,8 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         spec = args.spec_cls(**values)
     except BadParameters as err:
         sub.error(str(err))
+    if args.workers and args.scheduler:
+        sub.error("--workers starts a local cluster and --scheduler uses another: give one")
+    options = RunOptions(quiet=args.quiet, overwrite=args.overwrite, chunk_size=args.chunk_size,
+                         workers=args.workers, scheduler=args.scheduler, dry_run=args.dry_run)
     try:
-        out = _check_writable(sub, args.out)
+        out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
         try:
             with warnings.catch_warnings():
                 if args.quiet:
@@ -154,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                     # quadrature or a threshold where none exists) are not for the
                     # reader of a quiet run; the results mark such points themselves.
                     warnings.simplefilter("ignore", RuntimeWarning)
-                lines = run(spec, out, quiet=args.quiet, overwrite=args.overwrite)
+                lines = run(spec, out, options=options)
         except (ParameterMismatch, BadParameters) as err:
             sub.error(str(err))
     except KeyboardInterrupt:
@@ -164,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    if not args.quiet:
+    if not args.quiet or args.dry_run:
         for line in lines:
             print(line)
     return 0

@@ -288,7 +288,7 @@ def test_quiet_silences_numerical_runtime_warnings(tmp_path, monkeypatch):
 
     import spheresde.cli as cli
 
-    def run(spec, out, *, quiet, overwrite):
+    def run(spec, out, *, options):
         warnings.warn("overflow encountered in betainc", RuntimeWarning, stacklevel=1)
         return []
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from spheresde.experiments import ParameterMismatch, Sweep, point_seed
+from spheresde.experiments._sweep import chunk_seed, chunk_sizes
 
 COLUMNS = ("a", "b", "value", "counts")
 
@@ -110,3 +111,112 @@ def test_point_seed_depends_on_seed_and_point_only():
     assert point_seed(0, {"d": 4, "beta": 1.0}) == point_seed(0, {"beta": 1.0, "d": 4})
     assert point_seed(0, {"d": 4, "beta": 1.0}) != point_seed(1, {"d": 4, "beta": 1.0})
     assert point_seed(0, {"d": 4, "beta": 1.0}) != point_seed(0, {"d": 5, "beta": 1.0})
+
+
+# ------------------------------------------------------------------ chunks and grids
+
+
+def chunk_counts(point, k):
+    # integer counts that depend on (point, chunk) only, as a real chunk's do
+    seed = chunk_seed(7, point, k)
+    return {"outcomes": [seed % 11, seed % 13], "steps": k}
+
+
+def finish(point, counts):
+    outcomes = [sum(c["outcomes"][i] for c in counts) for i in range(2)]
+    return Toy(point["a"], point["b"], outcomes[0] / (1 + outcomes[1]),
+               tuple(c["steps"] for c in counts))
+
+
+def chunked(out, points, **kwargs):
+    return sweep(out, {"seed": 7, "as": sorted({p["a"] for p in points})}, grid=("as",),
+                 chunk_size=10).run_chunked(points, lambda p: 3, chunk_counts, finish,
+                                            quiet=True, **kwargs)
+
+
+class Reversed:
+    """An executor that returns the chunks in the opposite order (as a cluster may)."""
+
+    def map_unordered(self, fn, tasks):
+        for task in reversed(list(tasks)):
+            yield task, fn(*task)
+
+    def describe(self):
+        return "reversed"
+
+
+def test_chunk_order_and_executor_do_not_change_the_csv(tmp_path):
+    rows = chunked(tmp_path / "serial", grid())
+    assert rows[0].counts == (0, 1, 2)  # the row sees its chunks in chunk order
+    chunked(tmp_path / "reversed", grid(), executor=Reversed())
+    assert ((tmp_path / "serial" / "toy.csv").read_text()
+            == (tmp_path / "reversed" / "toy.csv").read_text())
+
+
+def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
+    chunked(tmp_path / "whole", grid())
+    calls = []
+
+    def dies_at_fifth(point, k):
+        calls.append((point["a"], point["b"], k))
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return chunk_counts(point, k)
+
+    store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    with pytest.raises(KeyboardInterrupt):
+        store.run_chunked(grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
+    assert len(read(tmp_path / "cut" / "toy.csv")) == 1  # one point of 3 chunks done
+    stored = json.loads((tmp_path / "cut" / "toy.chunks.json").read_text())["points"]
+    assert stored == {"1|1.5": {"0": chunk_counts({"a": 1, "b": 1.5}, 0)}}
+
+    calls.clear()
+    again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    again.run_chunked(grid(), lambda p: 3,
+                      lambda p, k: calls.append((p["a"], p["b"], k)) or chunk_counts(p, k),
+                      finish, quiet=True)
+    assert len(calls) == 6 * 3 - 4  # the four finished chunks are not recomputed
+    assert (1, 1.5, 0) not in calls
+    assert ((tmp_path / "cut" / "toy.csv").read_text()
+            == (tmp_path / "whole" / "toy.csv").read_text())
+    assert not (tmp_path / "cut" / "toy.chunks.json").exists()  # nothing left partial
+
+
+def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
+    small = [p for p in grid() if p["a"] < 3]
+    chunked(tmp_path, small)
+    calls = []
+    store = sweep(tmp_path, {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    rows = store.run_chunked(grid(), lambda p: 3,
+                             lambda p, k: calls.append(p) or chunk_counts(p, k), finish,
+                             quiet=True)
+    assert {p["a"] for p in calls} == {3}  # only the new points
+    assert len(calls) == 2 * 3
+    assert rows == chunked(tmp_path / "fresh", grid())
+    # a point dropped from the grid leaves the table; the rest are kept, not recomputed
+    calls.clear()
+    sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
+        [p for p in grid() if p["a"] > 1], lambda p: 3,
+        lambda p, k: calls.append(p) or chunk_counts(p, k), finish, quiet=True)
+    assert not calls
+    assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"2", "3"}
+
+
+def test_other_non_grid_parameters_or_chunk_size_refuse(tmp_path):
+    chunked(tmp_path, grid())
+    with pytest.raises(ParameterMismatch, match=r"seed: stored 7 vs now 8"):
+        sweep(tmp_path, {"seed": 8, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    with pytest.raises(ParameterMismatch, match=r"chunk_size: stored 10 vs now 20"):
+        sweep(tmp_path, {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=20)
+
+
+def test_chunk_seed_and_sizes():
+    point = {"d": 4, "beta": 1.0}
+    seeds = {chunk_seed(0, point, k) for k in range(100)}
+    assert len(seeds) == 100
+    assert chunk_seed(0, point, 3) == chunk_seed(0, {"beta": 1.0, "d": 4}, 3)
+    assert chunk_seed(0, point, 3) != chunk_seed(1, point, 3)
+    assert chunk_sizes(2500, 1000) == [1000, 1000, 500]
+    assert chunk_sizes(0, 1000) == []
+    with pytest.raises(ValueError, match="chunk size must be >= 1"):
+        chunk_sizes(10, 0)

@@ -20,9 +20,11 @@ from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
 from ._sweep import (
     ParameterMismatch,
+    RunOptions,
     Sweep,
     SweepResult,
     atomic_write_text,
+    chunk_seed,
     format_value,
     point_seed,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "PhaseRow",
     "PhaseSpec",
     "ReproduceSpec",
+    "RunOptions",
     "Sweep",
     "SweepResult",
     "TokensRow",
@@ -55,6 +58,7 @@ __all__ = [
     "at_least",
     "atomic_write_text",
     "between",
+    "chunk_seed",
     "format_value",
     "greater_than",
     "param",

@@ -12,6 +12,7 @@ import numpy as np
 from .._outcomes import DEFAULT_TOL
 from ._phase import SAMPLING, Method
 from ._spec import (
+    ABSORB,
     BETAS,
     HORIZON,
     LAYERS,
@@ -23,7 +24,7 @@ from ._spec import (
     greater_than,
     param,
 )
-from ._sweep import SweepResult, point_seed, run_sweep
+from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
 
 
 def _two_tokens_only(spec: HybridSpec) -> str | None:
@@ -57,6 +58,7 @@ class HybridSpec(ExperimentSpec):
     layers: int = param(10, **LAYERS)
     horizon: float = param(50.0, **HORIZON)
     tol: float = param(DEFAULT_TOL, **TOL)
+    absorb: float = param(1e-6, **ABSORB)
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
     seed: int = param(0, **SEED)
 
@@ -80,22 +82,26 @@ class HybridRow:
     trajectories: int
 
 
-def _point(spec: HybridSpec, point: dict) -> HybridRow:
+def _chunk(spec: HybridSpec, point: dict, k: int, size: int) -> dict:
+    """Counts of chunk ``k`` (``size`` trajectories) of ``point``; nothing for the exact method."""
     import jax
 
-    from ._simulate import exact_two_tokens, simulate
+    from ._simulate import simulate_counts
+
+    if spec.method == "exact":
+        return {}
+    return simulate_counts(
+        spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=spec.tokens,
+        beta=point["beta"], d=spec.dim, mu=spec.mu, eps=point["eps"], trajectories=size,
+        layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb)
+
+
+def _finish(spec: HybridSpec, point: dict, counts: list[dict]) -> HybridRow:
+    from ._simulate import add_counts, exact_two_tokens, fractions_of_counts
 
     beta, eps, n, d, mu = point["beta"], point["eps"], spec.tokens, spec.dim, spec.mu
     exact = exact_two_tokens(beta, d, mu=mu, eps=eps) if n == 2 else None
-    if spec.method == "exact":
-        fractions = exact
-    else:
-        key = jax.random.PRNGKey(point_seed(spec.seed, point))
-        fractions = simulate(
-            spec.method, key, tokens=n, beta=beta, d=d, mu=mu, eps=eps,
-            trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
-            tol=spec.tol,
-        ).fractions
+    fractions = exact if spec.method == "exact" else fractions_of_counts(add_counts(counts))
     return HybridRow(
         beta=beta, eps=eps, p_single=float(fractions.single),
         p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
@@ -106,11 +112,16 @@ def _point(spec: HybridSpec, point: dict) -> HybridRow:
 
 
 def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
-               overwrite: bool = False, name: str = "hybrid") -> SweepResult[HybridRow]:
-    """Sweep ``betas x eps`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    return run_sweep(spec, out, HybridRow, _point, plot_hybrid, name=name,
-                     desc=f"{name} ({spec.method}, n={spec.tokens})", quiet=quiet,
-                     overwrite=overwrite)
+               overwrite: bool = False, name: str = "hybrid",
+               options: RunOptions | None = None) -> SweepResult[HybridRow] | list[str]:
+    """Sweep ``betas x eps`` into ``out/NAME.csv`` and draw ``NAME.png``
+    (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
+    sampled = spec.method != "exact"
+    return run_sweep(spec, out, HybridRow, _chunk, _finish, plot_hybrid, name=name,
+                     desc=f"{name} ({spec.method}, n={spec.tokens})",
+                     samples=spec.trajectories if sampled else 0,
+                     steps=round(spec.horizon * spec.layers) if sampled else 0,
+                     options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._outcomes import DEFAULT_TOL
 from ._spec import (
+    ABSORB,
     BETAS,
     HORIZON,
     LAYERS,
@@ -22,11 +23,11 @@ from ._spec import (
     at_least,
     param,
 )
-from ._sweep import SweepResult, point_seed, run_sweep
+from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
 
 METHODS = ("exact", "reduced", "particles", "discrete")
 Method = Literal["exact", "reduced", "particles", "discrete"]
-SAMPLING = ("trajectories", "layers", "horizon", "tol")  # what a Monte Carlo method needs
+SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Monte Carlo method needs
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class PhaseSpec(ExperimentSpec):
     horizon: float = param(100.0, **HORIZON)
     tol: float = param(DEFAULT_TOL, **TOL)
     sigma: float = param(1.0, **SIGMA)
+    absorb: float = param(1e-6, **ABSORB)
     method: Method = param(
         "reduced", "exact: scale-function quadrature (t -> infinity); reduced: Monte Carlo of "
         "the 1-D SDE of rho; particles: the SDE on the sphere; discrete: the L-layer network")
@@ -78,23 +80,30 @@ class PhaseRow:
     trajectories: int  # samples behind the fractions (0 for the exact method)
 
 
-def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
+def _chunk(spec: PhaseSpec, point: dict, k: int, size: int) -> dict:
+    """Counts of chunk ``k`` (``size`` trajectories) of ``point``; nothing for the exact method."""
     import jax
 
+    from ._simulate import simulate_counts
+
+    if spec.method == "exact":
+        return {}
+    return simulate_counts(
+        spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=2,
+        beta=point["beta"], d=point["d"], sigma=spec.sigma, trajectories=size,
+        layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb)
+
+
+def _finish(spec: PhaseSpec, point: dict, counts: list[dict]) -> PhaseRow:
     from .. import two_token
-    from ._simulate import exact_two_tokens, simulate
+    from ._simulate import add_counts, exact_two_tokens, fractions_of_counts
 
     d, beta = point["d"], point["beta"]
     exact = exact_two_tokens(beta, d, sigma=spec.sigma)
     if spec.method == "exact":
         fractions = finite = exact
     else:
-        key = jax.random.PRNGKey(point_seed(spec.seed, point))
-        fractions = simulate(
-            spec.method, key, tokens=2, beta=beta, d=d, sigma=spec.sigma,
-            trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
-            tol=spec.tol,
-        ).fractions
+        fractions = fractions_of_counts(add_counts(counts))
         finite = two_token.outcome_probabilities(beta, d, horizon=spec.horizon, tol=spec.tol,
                                                  sigma=spec.sigma)
     return PhaseRow(
@@ -107,10 +116,16 @@ def _point(spec: PhaseSpec, point: dict) -> PhaseRow:
 
 
 def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False, name: str = "phase") -> SweepResult[PhaseRow]:
-    """Sweep ``spec.dims x spec.betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    return run_sweep(spec, out, PhaseRow, _point, plot_phase, name=name,
-                     desc=f"{name} ({spec.method})", quiet=quiet, overwrite=overwrite)
+              overwrite: bool = False, name: str = "phase",
+              options: RunOptions | None = None) -> SweepResult[PhaseRow] | list[str]:
+    """Sweep ``spec.dims x spec.betas`` into ``out/NAME.csv`` and draw ``NAME.png``
+    (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
+    sampled = spec.method != "exact"
+    return run_sweep(spec, out, PhaseRow, _chunk, _finish, plot_phase, name=name,
+                     desc=f"{name} ({spec.method})",
+                     samples=spec.trajectories if sampled else 0,
+                     steps=round(spec.horizon * spec.layers) if sampled else 0,
+                     options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 
 def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from ._scales import SCALES
 from ._spec import SEED, ExperimentSpec, param
-from ._sweep import atomic_write_text
+from ._sweep import RunOptions, atomic_write_text, run_options
 
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
@@ -33,8 +33,8 @@ class ReproduceSpec(ExperimentSpec):
 
     scale: Literal["quick", "paper", "smoke"] = param(
         "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
-        "paper: the paper's sizes (days on a CPU, use an accelerator); smoke: toy sizes in "
-        "seconds, to check the pipeline")
+        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
+        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
     data_dir: str = param(
         "", "paper scale: folder with CIFAR-10's python-version batches for Figure 2 (without "
         "it Figure 2 trains on the digits)", metavar="DIR")
@@ -67,24 +67,29 @@ def _tally(text: str) -> str:
 
 
 def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False) -> list[str]:
-    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write ``REPORT.md``."""
+              overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
+    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
+    ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
     from ._field import FieldSpec, run_field
     from ._report import write_report
     from .registry import RUNNERS
 
+    options = run_options(options, quiet=quiet, overwrite=overwrite)
+    quiet, overwrite = options.quiet, options.overwrite
     out = Path(out)
+    sweeps = {name: replace(preset, seed=spec.seed)
+              for name, preset in SCALES[spec.scale].items() if preset is not None}
+    if "train" in sweeps and spec.data_dir:  # the paper's data set, when it is at hand
+        sweeps["train"] = replace(sweeps["train"], dataset="cifar10", data_dir=spec.data_dir,
+                                  patch=4)
+    if options.dry_run:
+        return [line for name, sweep in sweeps.items()
+                for line in RUNNERS[sweep.command](sweep, out, name=name, options=options)]
     start = time.perf_counter()
     field = FieldSpec()
     results: dict = {"field": run_field(field, out)}
-    for name, preset in SCALES[spec.scale].items():
-        if preset is None:
-            continue
-        sweep = replace(preset, seed=spec.seed)
-        if name == "train" and spec.data_dir:  # the paper's data set, when it is at hand
-            sweep = replace(sweep, dataset="cifar10", data_dir=spec.data_dir, patch=4)
-        results[name] = RUNNERS[sweep.command](sweep, out, quiet=quiet, overwrite=overwrite,
-                                               name=name)
+    for name, sweep in sweeps.items():
+        results[name] = RUNNERS[sweep.command](sweep, out, name=name, options=options)
     if not quiet:
         print("running python -m proofs_check ...", file=sys.stderr)
     proofs = proofs_check_report(out, overwrite=overwrite)

@@ -9,33 +9,28 @@ Methods
 
 All Monte Carlo methods start from independent uniform tokens and classify the state at
 the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
+
+:func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
+cluster sizes, trajectory-steps simulated), with certified early absorption
+(:mod:`spheresde._absorption`) for two tokens under the reduced SDE and the discrete
+network. :func:`fractions_of_counts` turns the summed counts of a point's chunks into
+fractions.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import numpy as np
 
 from .._outcomes import (
     ANTIPODAL,
+    SINGLE,
+    UNDECIDED,
     OutcomeFractions,
     classify,
     cluster_sizes,
-    fractions_from_codes,
 )
-
-
-class Simulated(NamedTuple):
-    """Monte Carlo outcomes: fractions (from the outcome codes) and cluster sizes.
-
-    ``minority``: for every antipodal sample, the size of its smaller cluster (``None``
-    for the reduced 1-D SDE, which has no tokens to count).
-    """
-
-    fractions: OutcomeFractions
-    minority: np.ndarray | None
 
 
 def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
@@ -94,29 +89,74 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
     return OutcomeFractions.exact(p)
 
 
-def simulate(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
-             layers: int, horizon: float, tol: float, sigma: float = 1.0, mu: float = 0.0,
-             eps: float | None = None, constant: bool = False) -> Simulated:
-    """Monte Carlo outcomes of ``tokens`` uniform tokens under ``method`` (see module doc).
-
-    Pure noise with ``sigma`` by default; the hybrid model when ``eps`` is given; the
-    deterministic ``V = Id`` of earlier theory with ``constant`` (network and particle
-    methods only; then ``horizon`` is in that model's own time, see ``ConstantWeights``).
-    """
-    if method == "reduced" and not constant:
-        from .. import two_token
-
-        rho = two_token.simulate_rho(
-            key, beta, d, trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
-            **({"sigma": sigma} if eps is None else {"mu": mu, "eps": eps}),
-        )
-        return Simulated(two_token.rho_fractions(rho, tol), None)
+def _token_outcomes(method: str, key, *, tol: float, **sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
-    final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d,
-                          weights=_weights(sigma, mu, eps, constant),
-                          trajectories=trajectories,
-                          layers=layers, horizon=horizon)
+    final = _final_tokens(method, key, **sizes)
     codes = np.asarray(classify(final, tol))
-    minority = np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
-    return Simulated(fractions_from_codes(codes), minority)
+    return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
+
+
+def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
+                    layers: int, horizon: float, tol: float, absorb: float,
+                    sigma: float = 1.0, mu: float = 0.0, eps: float | None = None,
+                    constant: bool = False) -> dict:
+    """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
+    undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
+    cluster) and ``steps`` (trajectory-steps actually simulated).
+
+    ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
+    Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
+    other case (more tokens: the conservative criterion, never absorb; the particle
+    SDE; ``constant`` weights, which have no noise) runs the full horizon.
+    """
+    from .._absorption import absorbing_network, absorbing_rho
+
+    steps = round(horizon * layers)
+    noise_eps = sigma if eps is None else eps
+    if method == "reduced" and not constant:
+        codes, work = absorbing_rho(key, beta=beta, d=d, eps=noise_eps, mu=mu,
+                                    trajectories=trajectories, dt=1.0 / layers,
+                                    horizon=horizon, tol=tol, bound=absorb)
+        minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
+    elif method == "discrete" and tokens == 2:
+        codes, work = absorbing_network(key, beta=beta, d=d,
+                                        weights=_weights(sigma, mu, eps, constant),
+                                        trajectories=trajectories, layers=layers,
+                                        horizon=horizon, tol=tol, bound=absorb)
+        minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
+    else:
+        codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
+                                          weights=_weights(sigma, mu, eps, constant),
+                                          trajectories=trajectories, layers=layers,
+                                          horizon=horizon, tol=tol)
+        work = trajectories * steps
+    return {
+        "outcomes": [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)],
+        "minority": [int(c) for c in np.bincount(minority.astype(int),
+                                                 minlength=tokens // 2 + 1)],
+        "steps": int(work),
+    }
+
+
+def add_counts(counts: list[dict]) -> dict:
+    """The element-wise sum of chunk counts (in the order given: integers, so any order
+    gives the same sum)."""
+    total: dict = {}
+    for one in counts:
+        for name, value in one.items():
+            if isinstance(value, list):
+                total[name] = [a + b for a, b in zip(total.get(name, [0] * len(value)), value,
+                                                     strict=True)]
+            else:
+                total[name] = total.get(name, 0) + value
+    return total
+
+
+def fractions_of_counts(total: dict) -> OutcomeFractions:
+    """:class:`OutcomeFractions` of summed ``outcomes`` counts (single, antipodal, undecided)."""
+    single, antipodal, undecided = total["outcomes"]
+    count = single + antipodal + undecided
+    return OutcomeFractions(*(np.asarray(c / count) for c in (single, antipodal, undecided)),
+                            count)

@@ -77,6 +77,10 @@ HORIZON = {"help": "depth-time horizon; round(T*L) layers in all", "check": grea
 TOL = {"help": "outcome tolerance on inner products", "check": between(0, 1)}
 SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
 SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
+ABSORB = {"help": "early absorption bound: a two-token trajectory stops once its chance of "
+                  "returning to the classification boundary is below this (0: off; see "
+                  "the scaling docs)",
+          "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
 
 
 # ---------------------------------------------------------------------------- field types

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._outcomes import DEFAULT_TOL
 from ._spec import (
+    ABSORB,
     BETAS,
     HORIZON,
     LAYERS,
@@ -22,7 +23,7 @@ from ._spec import (
     at_least,
     param,
 )
-from ._sweep import SweepResult, point_seed, run_sweep
+from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class TokensSpec(ExperimentSpec):
     layers: int = param(20, **LAYERS)
     horizon: float = param(30.0, **HORIZON)
     tol: float = param(DEFAULT_TOL, **TOL)
+    absorb: float = param(1e-6, **ABSORB)
     method: Literal["particles", "discrete"] = param(
         "discrete", "particles: the SDE on the sphere; discrete: the network")
     weights: Literal["noise", "constant"] = param(
@@ -73,33 +75,45 @@ class TokensRow:
     trajectories: int
 
 
-def _point(spec: TokensSpec, point: dict) -> TokensRow:
+def _chunk(spec: TokensSpec, point: dict, k: int, size: int) -> dict:
+    """Counts of chunk ``k`` (``size`` trajectories) of ``point``."""
     import jax
 
-    from ._simulate import simulate
+    from ._simulate import simulate_counts
 
-    n, beta = point["tokens"], point["beta"]
-    key = jax.random.PRNGKey(point_seed(spec.seed, point))
-    fractions, minority = simulate(
-        spec.method, key, tokens=n, beta=beta, d=spec.dim, sigma=spec.sigma,
-        trajectories=spec.trajectories, layers=spec.layers, horizon=spec.horizon,
-        tol=spec.tol, constant=spec.weights == "constant",
-    )
-    counts = np.bincount(minority.astype(int), minlength=n // 2 + 1)[1:]
+    return simulate_counts(
+        spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)),
+        tokens=point["tokens"], beta=point["beta"], d=spec.dim, sigma=spec.sigma,
+        trajectories=size, layers=spec.layers, horizon=spec.horizon, tol=spec.tol,
+        absorb=spec.absorb, constant=spec.weights == "constant")
+
+
+def _finish(spec: TokensSpec, point: dict, counts: list[dict]) -> TokensRow:
+    from ._simulate import add_counts, fractions_of_counts
+
+    total = add_counts(counts)
+    fractions = fractions_of_counts(total)
+    by_size = np.asarray(total["minority"])
+    antipodal = int(by_size.sum())
     return TokensRow(
-        tokens=n, beta=beta, p_single=float(fractions.single),
+        tokens=point["tokens"], beta=point["beta"], p_single=float(fractions.single),
         p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
         stderr=float(fractions.antipodal_se),
-        minority_mean=float(minority.mean()) if minority.size else float("nan"),
-        minority_counts=tuple(int(c) for c in counts), trajectories=fractions.count,
+        minority_mean=float(by_size @ np.arange(by_size.size) / antipodal) if antipodal
+        else float("nan"),
+        minority_counts=tuple(int(c) for c in by_size[1:]), trajectories=fractions.count,
     )
 
 
 def run_tokens(spec: TokensSpec, out: str | os.PathLike, *, quiet: bool = False,
-               overwrite: bool = False, name: str = "tokens") -> SweepResult[TokensRow]:
-    """Sweep ``tokens x betas`` into ``out/NAME.csv`` and draw ``NAME.png``."""
-    return run_sweep(spec, out, TokensRow, _point, plot_tokens, name=name,
-                     desc=f"{name} ({spec.method})", quiet=quiet, overwrite=overwrite)
+               overwrite: bool = False, name: str = "tokens",
+               options: RunOptions | None = None) -> SweepResult[TokensRow] | list[str]:
+    """Sweep ``tokens x betas`` into ``out/NAME.csv`` and draw ``NAME.png``
+    (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
+    return run_sweep(spec, out, TokensRow, _chunk, _finish, plot_tokens, name=name,
+                     desc=f"{name} ({spec.method})", samples=spec.trajectories,
+                     steps=round(spec.horizon * spec.layers),
+                     options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 
 def plot_tokens(rows: list[TokensRow], spec: TokensSpec, path: Path) -> Path:

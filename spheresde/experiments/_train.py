@@ -19,7 +19,7 @@ import numpy as np
 
 from .._outcomes import DEFAULT_TOL
 from ._spec import SEED, TOL, BadParameters, ExperimentSpec, at_least, greater_than, param
-from ._sweep import SweepResult, run_sweep
+from ._sweep import RunOptions, SweepResult, run_options, run_point_sweep
 
 
 def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
@@ -161,8 +161,21 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
 
 
 def run_train(spec: TrainSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False, name: str = "train") -> SweepResult[TrainRow]:
-    """Train every ``(weights, seed)`` run into ``out/NAME.csv`` and draw ``NAME.png``."""
+              overwrite: bool = False, name: str = "train",
+              options: RunOptions | None = None) -> SweepResult[TrainRow] | list[str]:
+    """Train every ``(weights, seed)`` run into ``out/NAME.csv`` and draw ``NAME.png``.
+
+    ``options`` as for the other sweeps; the runs are trained in this process (no chunks,
+    no Dask), and a dry run prints the plan.
+    """
+    options = run_options(options, quiet=quiet, overwrite=overwrite)
+    quiet, overwrite = options.quiet, options.overwrite
+    if options.dry_run:
+        runs = len(spec.points())
+        return [f"{name}: {spec.command_line()}",
+                f"  {runs} training runs x {spec.epochs} epochs ({spec.dataset}), in this "
+                "process, not calibrated (the quick size, 15 runs of 12 epochs, takes about 1.5 "
+                "minutes on 2 CPU cores)"]
     load_data(spec, spec.seed)  # a missing or malformed data set fails before any run
     import equinox
     import jax
@@ -172,9 +185,9 @@ def run_train(spec: TrainSpec, out: str | os.PathLike, *, quiet: bool = False,
     meta = {"versions": {"jax": jax.__version__, "equinox": equinox.__version__,
                          "optax": optax.__version__, "scikit-learn": sklearn.__version__},
             "seeds": [spec.seed + k for k in range(spec.seeds)]}
-    return run_sweep(spec, out, TrainRow, lambda s, p: _run(s, p, quiet=quiet), plot_train,
-                     name=name, desc=f"{name} ({spec.dataset})", quiet=quiet,
-                     overwrite=overwrite, meta=meta)
+    return run_point_sweep(spec, out, TrainRow, lambda s, p: _run(s, p, quiet=quiet),
+                           plot_train, name=name, desc=f"{name} ({spec.dataset})",
+                           quiet=quiet, overwrite=overwrite, meta=meta)
 
 
 COLORS = {"constant": "#d62fa0", "random": "#6a3fb5", "identity": "#2a9d8f"}

@@ -15,6 +15,7 @@ from ._hybrid import HybridSpec, run_hybrid
 from ._phase import PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._spec import ExperimentSpec
+from ._sweep import RunOptions
 from ._tokens import TokensSpec, run_tokens
 from ._train import TrainSpec, run_train
 
@@ -27,18 +28,26 @@ SPECS: dict[str, type[ExperimentSpec]] = {
 RUNNERS: dict[str, Callable[..., Any]] = {
     "phase": run_phase, "hybrid": run_hybrid, "tokens": run_tokens, "train": run_train,
 }
-"""The resumable sweeps: sub-command name -> ``run(spec, out, *, quiet, overwrite, name)``."""
+"""The resumable sweeps: sub-command name -> ``run(spec, out, *, name, options)``."""
 
 
 def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
-        overwrite: bool = False) -> list[str]:
-    """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote."""
+        overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
+    """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
+    (with ``options.dry_run``: the plan, and nothing written)."""
+    from ._sweep import run_options
+
+    options = run_options(options, quiet=quiet, overwrite=overwrite)
     if isinstance(spec, ReproduceSpec):
-        return reproduce(spec, out, quiet=quiet, overwrite=overwrite)
+        return reproduce(spec, out, options=options)
     if isinstance(spec, FieldSpec):
+        if options.dry_run:
+            return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
         info = run_field(spec, out)
         return [f"wrote {info['png']} and {info['csv']}"]
-    result = RUNNERS[spec.command](spec, out, quiet=quiet, overwrite=overwrite)
+    result = RUNNERS[spec.command](spec, out, options=options)
+    if options.dry_run:
+        return result
     return [f"wrote {result.csv}, {result.json} and {result.png}"]
 
 

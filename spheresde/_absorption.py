@@ -1,0 +1,278 @@
+r"""Certified early absorption: stop simulating a trajectory that will not change class.
+
+Two tokens have an inner product :math:`\rho` that is itself a diffusion
+(:mod:`spheresde.two_token`), with a scale function :math:`S`. Started at
+:math:`\rho > b_+ = 1 - \mathrm{tol}` (classified single), the probability that it ever
+comes back to the classification boundary :math:`b_+` is
+
+.. math:: P_+(\rho) = \frac{S(1) - S(\rho)}{S(1) - S(b_+)}
+
+(finite since :math:`\rho = 1` always attracts), and the probability of returning before
+the horizon is smaller still. :func:`absorption_levels` finds the level
+:math:`\rho_+` where :math:`P_+ = \delta` (the *bound*, a spec parameter): a trajectory
+beyond it is counted as single and no longer simulated, and the probability that this
+changes its class at the horizon is at most :math:`\delta`. So every outcome fraction
+moves by at most :math:`\delta` in expectation. The antipodal side is the mirror image,
+with :math:`\rho_-` where :math:`P_-(\rho) = \frac{S(\rho)-S(-1)}{S(b_-)-S(-1)} = \delta`,
+:math:`b_- = -(1-\mathrm{tol})`, and only where :math:`\rho = -1` attracts
+(:math:`S(-1)` finite; otherwise a trajectory there always leaves, and none is absorbed).
+
+The scale function is computed in :math:`z = \operatorname{artanh}\rho` from the
+lambdified ``z_drift`` / ``z_diffusion`` of :mod:`proofs_check.export` (nothing retyped):
+:math:`\log S'(z) = -\int 2\,\mathrm{drift}/\mathrm{diffusion}^2\,dz`, trapezoid rule with
+step :math:`10^{-3}` (relative error far below :math:`10^{-6}`), the tail beyond
+:math:`|z| = 60` in closed form from the limit of the integrand, and the level rounded
+outward to the grid (conservative).
+
+The certificate is for the diffusion: the Euler scheme of the reduced SDE and the
+discrete network with :math:`L` layers per unit time follow it up to :math:`O(1/L)`;
+the tests check that results with and without absorption agree within Monte Carlo
+error. For more than two tokens no pair's inner product is an autonomous diffusion (it
+depends on the other tokens), so no scale function certifies anything; there the
+criterion is the conservative one, *never absorb*.
+
+:func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
+steps inside one compiled call, the absorbed ones are dropped on the host, and the
+survivors are packed into a smaller batch (sizes rounded up to a power of two, at least
+64, so only a few shapes are ever compiled; step counts are traced, not compiled in).
+Each trajectory draws its randomness from its own key
+(folded with the step), so a trajectory's path does not depend on which others are
+still running: with and without absorption, the same seed gives the same trajectories.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._brownian import bit_signs
+from ._network import layer
+from ._noise import noise_shape
+from ._outcomes import ANTIPODAL, SINGLE, classify, classify_rho
+
+_Z_STEP = 1e-3
+_Z_SPAN = 60.0
+_MIN_BATCH = 64
+LIVE = -1
+
+
+@functools.cache
+def absorption_levels(beta: float, d: float, eps: float, mu: float, tol: float,
+                      bound: float) -> tuple[float, float]:
+    r"""The levels :math:`(z_-, z_+)` in :math:`z = \operatorname{artanh}\rho` beyond which a
+    two-token trajectory returns to the classification boundary with probability at most
+    ``bound`` (see the module docstring); :math:`\mp\infty` where no level exists
+    (``bound = 0``, or :math:`\rho = -1` not attracting, or the level beyond
+    :math:`|z| = 60`). ``eps`` is the noise scale (:math:`\sigma` for pure noise)."""
+    if bound <= 0:
+        return -math.inf, math.inf
+    from proofs_check.export import rho_coefficients
+
+    rc = rho_coefficients("numpy")
+    edge = math.atanh(1 - tol)
+    return _levels(rc, beta, d, eps, mu, edge, bound)
+
+
+def _levels(rc, beta, d, eps, mu, edge, bound):
+    out = []
+    for sign in (-1.0, 1.0):
+        z = sign * (edge + np.arange(0.0, _Z_SPAN, _Z_STEP))
+        # outward drift rate: 2 drift / diffusion^2 with z measured away from the boundary
+        q = np.broadcast_to(np.asarray(
+            sign * 2 * rc.z_drift(z, beta, d, eps, mu)
+            / rc.z_diffusion(z, beta, d, eps, mu) ** 2, float), z.shape)
+        # log S'(u), u = |z - boundary|: S' = exp(-int 2 drift / diffusion^2)
+        log_density = -np.concatenate([[0.0], np.cumsum((q[1:] + q[:-1]) / 2 * _Z_STEP)])
+        if not q[-1] > 0:  # S' does not decay outward: that end does not attract
+            out.append(sign * math.inf)
+            continue
+        density = np.exp(log_density)
+        pieces = (density[1:] + density[:-1]) / 2 * _Z_STEP
+        tail = density[-1] / q[-1]  # int_end^inf exp(-q_inf u) S'(end)
+        beyond = np.concatenate([np.cumsum(pieces[::-1])[::-1], [0.0]]) + tail
+        chance = beyond / beyond[0]  # P(ever back to the boundary | z)
+        hits = np.nonzero(chance <= bound)[0]
+        out.append(sign * (edge + hits[0] * _Z_STEP) if hits.size else sign * math.inf)
+    return out[0], out[1]
+
+
+def _bucket(live: int, full: int) -> int:
+    """The padded batch for ``live`` trajectories: a power of two, at most ``full``."""
+    return min(full, max(_MIN_BATCH, 1 << (live - 1).bit_length()))
+
+
+def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: Callable, *,
+                    steps: int, segment: int) -> tuple[np.ndarray, int]:
+    """Advance a batch of trajectories ``segment`` steps at a time, dropping absorbed ones.
+
+    ``advance(state, start, count)`` moves every trajectory of ``state`` (a tuple of
+    arrays with the trajectory axis first) by ``count`` steps starting at step
+    ``start``; ``status(state)`` gives, per trajectory, an outcome code once it is
+    absorbed and :data:`LIVE` otherwise; ``finish(state)`` the outcome codes at the
+    horizon. Returns the outcome codes in the original order and the trajectory-steps
+    actually simulated (padding not counted).
+    """
+    full = state[0].shape[0]
+    codes = np.full(full, LIVE, dtype=np.int64)
+    lanes = np.arange(full)
+    done = 0
+    work = 0
+    while done < steps and lanes.size:
+        count = min(segment, steps - done)
+        state = advance(state, done, count)
+        work += lanes.size * count
+        done += count
+        if done == steps:
+            break
+        now = np.asarray(status(state))[: lanes.size]
+        absorbed = now != LIVE
+        if not absorbed.any():
+            continue
+        codes[lanes[absorbed]] = now[absorbed]
+        keep = np.nonzero(~absorbed)[0]
+        lanes = lanes[keep]
+        if not lanes.size:
+            break
+        size = _bucket(lanes.size, full)
+        pick = np.concatenate([keep, np.full(size - keep.size, keep[0])])
+        state = tuple(a[pick] for a in state)
+    if lanes.size:
+        codes[lanes] = np.asarray(finish(state))[: lanes.size]
+    return codes, work
+
+
+# --------------------------------------------------------------- the reduced SDE of rho
+
+_BITS = 32
+
+
+@jax.jit
+def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
+    """``count`` Euler steps in z from step ``start`` (a multiple of 32): one random word
+    per lane per 32 steps. Both are traced, so one program serves every segment."""
+    from .two_token._monte_carlo import _z_coefficients
+
+    coefficients = _z_coefficients()
+    sqrt_dt = jnp.sqrt(dt)
+
+    def word(w, z):
+        bits = jax.vmap(lambda k: jax.random.bits(
+            jax.random.fold_in(k, start // _BITS + w), (), jnp.uint32))(keys)
+
+        def step(i, z):
+            t = jnp.tanh(z)
+            drift, diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
+            return z + drift * dt + diffusion * sqrt_dt * bit_signs(bits, i, z.dtype)
+
+        return jax.lax.fori_loop(0, jnp.minimum(_BITS, count - w * _BITS), step, z)
+
+    return jax.lax.fori_loop(0, (count + _BITS - 1) // _BITS, word, z)
+
+
+def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectories: int,
+                  dt: float, horizon: float, tol: float, bound: float,
+                  segment: int = 1024, dtype=jnp.float32) -> tuple[np.ndarray, int]:
+    r"""Outcome codes of ``trajectories`` two-token pairs under the reduced SDE of
+    :math:`\rho` (Ito Euler in :math:`z`, two-point increments as
+    :func:`spheresde.two_token.simulate_rho`), with early absorption at ``bound``.
+
+    Starts: two independent uniform tokens. Trajectory ``i`` takes its increments from
+    its own key (``fold_in(key, i)``), 32 steps per random word. Returns the codes and
+    the trajectory-steps simulated.
+    """
+    steps = round(horizon / dt)
+    # segments start on a random word: a multiple of 32 steps, about 8 per horizon or more
+    segment = max(_BITS, min(segment, steps // 8) // _BITS * _BITS)
+    z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
+                                   float(bound))
+    start_key, path_key = jax.random.split(key)
+    half = (d - 1) / 2
+    u = jax.random.beta(start_key, half, half, (trajectories,), dtype=dtype)
+    z0 = 0.5 * (jnp.log(u) - jnp.log1p(-u))
+    keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
+    scalars = [jnp.asarray(v, dtype) for v in (beta, d, eps, mu, dt)]
+
+    def advance(state, start, count):
+        z, lane_keys = state
+        return _advance_rho(z, lane_keys, start, count, *scalars), lane_keys
+
+    def status(state):
+        z = np.asarray(state[0], float)
+        return np.where(z >= z_hi, SINGLE, np.where(z <= z_lo, ANTIPODAL, LIVE))
+
+    def finish(state):
+        return classify_rho(np.tanh(np.asarray(state[0], float)), tol)
+
+    return run_in_segments(advance, (z0, keys), status, finish, steps=steps, segment=segment)
+
+
+# --------------------------------------------------------------- the discrete network, n = 2
+
+
+@functools.partial(jax.jit, static_argnames=("drift_step", "noise_step", "noise"))
+def _advance_network(x, keys, start, count, beta, *, drift_step, noise_step, noise):
+    """``count`` layers from layer ``start`` (both traced: one program per batch shape)."""
+    _, n, d = x.shape
+    z_shape = noise_shape(noise, d, n)
+    one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
+                                            noise, 1.0))
+
+    def one(i, x):
+        z = jax.vmap(lambda key: jax.random.normal(jax.random.fold_in(key, start + i), z_shape,
+                                                   x.dtype))(keys)
+        return one_layer(x, z)
+
+    return jax.lax.fori_loop(0, count, one, x)
+
+
+def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
+                      horizon: float, tol: float, bound: float,
+                      segment: int = 500) -> tuple[np.ndarray, int]:
+    r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
+    tokens (:func:`spheresde.simulate_network`'s layer, unit radius, identity Q and K),
+    with early absorption at ``bound`` (0: none).
+
+    Trajectory ``i`` draws the noise of layer ``k`` from ``fold_in(fold_in(key, i), k)``.
+    The test :math:`\rho > \rho_+` is made on :math:`1 - \rho = |X_1 - X_2|^2/2` (and
+    :math:`1 + \rho = |X_1 + X_2|^2/2`), free of cancellation near :math:`\pm1`.
+    """
+    from ._geometry import sample_uniform
+
+    steps = round(horizon * layers)
+    segment = max(1, min(segment, steps // 8))
+    mu, eps = weights.limit()
+    deterministic = weights.layer_steps(layers)[1] == 0.0
+    z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
+                                   0.0 if deterministic else float(bound))
+    gap_single = 2 / (1 + math.exp(2 * z_hi)) if math.isfinite(z_hi) else -1.0  # 1 - rho_+
+    gap_anti = 2 / (1 + math.exp(-2 * z_lo)) if math.isfinite(z_lo) else -1.0  # 1 + rho_-
+    drift_step, noise_step = (float(s) for s in weights.layer_steps(layers))
+    noise = "span" if 2 < d else "full"
+    start_key, path_key = jax.random.split(key)
+    x0 = sample_uniform(start_key, (trajectories, 2), d)
+    keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
+    beta = jnp.asarray(beta, x0.dtype)
+
+    def advance(state, start, count):
+        x, lane_keys = state
+        return _advance_network(x, lane_keys, start, count, beta, drift_step=drift_step,
+                                noise_step=noise_step, noise=noise), lane_keys
+
+    def status(state):
+        x = np.asarray(state[0], float)
+        minus = np.sum((x[:, 0] - x[:, 1]) ** 2, axis=-1) / 2
+        plus = np.sum((x[:, 0] + x[:, 1]) ** 2, axis=-1) / 2
+        return np.where(minus < gap_single, SINGLE, np.where(plus < gap_anti, ANTIPODAL, LIVE))
+
+    def finish(state):
+        return np.asarray(classify(state[0], tol))
+
+    return run_in_segments(advance, (x0, keys), status, finish, steps=steps, segment=segment)
+
+
+__all__ = ["LIVE", "absorbing_network", "absorbing_rho", "absorption_levels", "run_in_segments"]

@@ -1,0 +1,121 @@
+"""Where the chunks of a sweep run: in this process, or on a Dask cluster.
+
+An executor has ``map_unordered(fn, tasks)``, which yields ``(task, fn(*task))`` for
+every task as results arrive (any order), and ``describe()`` (a line for the metadata).
+Whatever the executor, each chunk is a pure function of (seed, point, chunk index), so
+the numbers do not depend on it; only the submitting process writes files.
+
+:class:`DaskExecutor` sends every chunk to a ``dask.distributed`` scheduler: a
+``LocalCluster`` of ``--workers N`` processes on this machine, or an existing cluster
+given by ``--scheduler ADDRESS`` (see :doc:`/theory/scaling` for starting one, on SLURM
+too). A worker that dies takes its running chunks with it; the scheduler runs them
+again on another worker (up to Dask's ``distributed.scheduler.allowed-failures``
+times), and nothing finished is lost because finished chunks are already stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+
+class SerialExecutor:
+    """Run the chunks one after the other in this process, in task order."""
+
+    def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
+        """Yield ``(task, fn(*task))`` for every task, in order."""
+        for task in tasks:
+            yield task, fn(*task)
+
+    def describe(self) -> str:
+        """``"serial"``."""
+        return "serial"
+
+
+def _in_worker(fn: Callable, x64: bool, *task):
+    """Run one task on a Dask worker with the submitter's floating-point precision.
+
+    The workers of one machine share JAX's persistent compilation cache, so a program
+    that one worker compiled is loaded, not compiled again, by the others.
+    """
+    import os
+    import tempfile
+
+    import jax
+
+    jax.config.update("jax_enable_x64", x64)
+    if jax.config.jax_compilation_cache_dir is None:
+        jax.config.update("jax_compilation_cache_dir",
+                          os.path.join(tempfile.gettempdir(), "spheresde-jax-cache"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return fn(*task)
+
+
+class DaskExecutor:
+    """Run the chunks on the workers of a ``dask.distributed`` client (results in the
+    order they finish); Ctrl-C or an error cancels what is still queued."""
+
+    def __init__(self, client: Any, label: str):
+        self.client = client
+        self.label = label
+
+    def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
+        """Submit every task at once; yield ``(task, result)`` as each one finishes."""
+        import jax
+        from distributed import as_completed
+
+        x64 = bool(jax.config.jax_enable_x64)
+        futures = {self.client.submit(_in_worker, fn, x64, *task, pure=False): task
+                   for task in tasks}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            self.client.cancel(list(futures))
+
+    def describe(self) -> str:
+        """Which cluster, e.g. ``"dask LocalCluster, 2 workers"``."""
+        return self.label
+
+
+@contextlib.contextmanager
+def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
+    """The executor that ``options`` (a :class:`~._sweep.RunOptions`) asks for.
+
+    Raises :class:`~._spec.BadParameters` (one line) when a Dask scheduler cannot be
+    reached or the worker count is not positive.
+    """
+    from ._spec import BadParameters
+
+    if options.scheduler is None and not options.workers:
+        yield SerialExecutor()
+        return
+    import logging
+
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise BadParameters("--workers and --scheduler need dask.distributed: "
+                            "pip install 'spheresde[dask]'") from None
+
+    if options.scheduler is not None:
+        try:
+            client = Client(options.scheduler, timeout="5s")
+        except (OSError, TimeoutError, ValueError) as err:
+            raise BadParameters(f"--scheduler {options.scheduler}: cannot connect to a Dask "
+                                f"scheduler there ({err})") from None
+        with client:
+            workers = len(client.scheduler_info().get("workers", {}))
+            yield DaskExecutor(client, f"dask scheduler {options.scheduler} "
+                                       f"({workers} workers at start)")
+        return
+    if options.workers < 1:
+        raise BadParameters(f"--workers must be >= 1, got {options.workers}")
+    with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers")
+
+
+__all__ = ["DaskExecutor", "SerialExecutor", "executor_for"]

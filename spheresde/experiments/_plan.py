@@ -1,0 +1,98 @@
+"""``--dry-run``: what a sweep would compute, and about how long it would take here.
+
+The plan counts the points and chunks still to compute (those already stored in the
+output directory are skipped, as a real run would skip them) and their
+trajectory-steps. The wall-time estimate comes from a short calibration: one small
+chunk with a short horizon run twice (the first call compiles), its throughput in
+trajectory-steps per second applied to what is left, plus the compilation. It counts
+every step, so with early absorption (on by default) the real run is usually faster;
+with ``--workers N`` it assumes N times the throughput of this process. Nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
+CALIBRATION_STEPS = 400
+
+
+def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
+            grid: list[str], options: Any) -> tuple[set[int], dict[int, int], str | None]:
+    """Indices of the stored points, stored chunk counts of the others, and a refusal."""
+    from ._sweep import ParameterMismatch, Sweep
+
+    if options.overwrite or not (out / f"{name}.json").exists():
+        return set(), {}, None
+    try:
+        sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]),
+                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size)
+    except ParameterMismatch as err:
+        return set(), {}, str(err)
+    done = {i for i, p in enumerate(points) if sweep.is_done(p)}
+    partial = {i: len(sweep.stored_chunks(p)) for i, p in enumerate(points) if i not in done}
+    return done, partial, None
+
+
+def _calibrate(spec: Any, point: dict, chunk: Any, steps: int,
+               size: int) -> tuple[float, float]:
+    """(compile seconds, trajectory-steps per second) of a chunk of ``size`` at ``point``
+    with a short horizon."""
+    short_steps = min(steps, CALIBRATION_STEPS)
+    short = dataclasses.replace(spec, horizon=short_steps / spec.layers)
+    start = time.perf_counter()
+    chunk(short, point, 0, size)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    chunk(short, point, 0, size)
+    second = time.perf_counter() - start
+    return max(first - second, 0.0), size * short_steps / max(second, 1e-9)
+
+
+def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict], sizes: list[int],
+               steps: int, grid: list[str], chunk: Any, options: Any) -> list[str]:
+    """The lines ``--dry-run`` prints for one sweep (see the module docstring)."""
+    out = Path(out)
+    done, partial, refusal = _stored(spec, out, name, row_type, points, grid, options)
+    lines = [f"{name}: {spec.command_line()}"]
+    if refusal:
+        return [*lines, f"  would refuse: {refusal}"]
+    left_points = [p for i, p in enumerate(points) if i not in done]
+    chunks_left = sum(len(sizes) - partial.get(i, 0)
+                      for i in range(len(points)) if i not in done)
+    trajectories = sum(sizes) * len(left_points) - sum(
+        sum(sizes[:partial[i]]) for i in partial)
+    work = trajectories * steps
+    lines.append(f"  points: {len(left_points)} to compute of {len(points)} "
+                 f"({len(done)} stored)")
+    lines.append(f"  chunks: {chunks_left} to compute, {len(sizes)} per point of "
+                 f"{sizes[0]} trajectories (--chunk-size {options.chunk_size})")
+    lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps)")
+    if work == 0 or not left_points:
+        lines.append("  estimated wall time: nothing to simulate")
+        return lines
+    compile_s, rate = _calibrate(spec, left_points[0], chunk, steps,
+                                 min(sizes[0], CALIBRATION_TRAJECTORIES))
+    parallel = max(1, options.workers)
+    estimate = compile_s + work / rate / parallel
+    lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process "
+                 f"(compilation {compile_s:.1f} s)")
+    lines.append(f"  estimated wall time: {_duration(estimate)} "
+                 f"({'1 process' if parallel == 1 else f'{parallel} workers'}, every step "
+                 "counted: early absorption makes it shorter)")
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+__all__ = ["plan_lines"]

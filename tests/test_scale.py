@@ -1,0 +1,196 @@
+"""The paper's sizes: early absorption, chunked sweeps on Dask, --dry-run, run options."""
+
+import json
+import math
+import os
+import signal
+import threading
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from spheresde import PureNoise, two_token
+from spheresde._absorption import absorbing_network, absorbing_rho, absorption_levels
+from spheresde._outcomes import ANTIPODAL, SINGLE
+
+TOL = 1e-2
+
+
+# ------------------------------------------------------------------ the absorption levels
+
+
+@pytest.mark.parametrize(("beta", "d", "bound"), [(1.5, 4, 1e-6), (3.0, 10, 1e-4)])
+def test_single_level_matches_the_exact_return_probability(beta, d, bound):
+    # P(back to 1 - tol | rho) = P(rho -> -1 | rho) / P(rho -> -1 | 1 - tol) by the scale
+    # function; the exact side is two_token's independent quadrature (product rules in rho)
+    _, z_hi = absorption_levels(beta, d, 1.0, 0.0, TOL, bound)
+    ratio = (two_token.antipodal_probability(beta, d, rho0=math.tanh(z_hi))
+             / two_token.antipodal_probability(beta, d, rho0=1 - TOL))
+    assert 0.99 * bound < ratio <= bound * (1 + 1e-6)  # at the level, rounded outward
+
+
+def test_antipodal_level_matches_the_exact_return_probability():
+    beta, d, bound = 3.0, 4, 1e-2
+    z_lo, _ = absorption_levels(beta, d, 1.0, 0.0, TOL, bound)
+    single = lambda rho: 1 - two_token.antipodal_probability(beta, d, rho0=rho)  # noqa: E731
+    ratio = single(math.tanh(z_lo)) / single(-(1 - TOL))
+    assert 0.99 * bound < ratio <= bound * (1 + 1e-6)
+
+
+def test_no_level_where_nothing_is_certified():
+    assert absorption_levels(1.0, 4, 1.0, 0.0, TOL, 0.0) == (-math.inf, math.inf)
+    below = two_token.critical_beta(6) - 0.1  # the antipodal pair repels: never absorb there
+    z_lo, z_hi = absorption_levels(float(below), 6, 1.0, 0.0, TOL, 1e-6)
+    assert z_lo == -math.inf
+    assert math.isfinite(z_hi)
+
+
+# ------------------------------------------------------------------ absorption on and off
+
+
+# near beta_c(4) = 0.658 and beta_c(10) = 1.384, and far from it
+@pytest.mark.slow
+@pytest.mark.parametrize(("beta", "d"), [(0.7, 4), (3.0, 4), (1.45, 10)])
+def test_reduced_with_and_without_absorption_agree(beta, d):
+    # Same seed, so the same trajectories until absorption: every trajectory whose class
+    # differs was absorbed and then (in the full run) came back, which the level bounds
+    # by `bound` per trajectory. n = 4000, bound 1e-3: expected < 4 changes; allow 12
+    # (Poisson(4) exceeds 12 with probability 1e-3). The fractions then agree far inside
+    # their Monte Carlo error, sqrt(p(1-p)/n) <= 0.008.
+    n, bound = 4000, 1e-3
+    key = jax.random.PRNGKey(11)
+    sizes = dict(beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n, dt=0.02, horizon=60.0,
+                 tol=TOL)
+    full, full_work = absorbing_rho(key, bound=0.0, **sizes)
+    cut, cut_work = absorbing_rho(key, bound=bound, **sizes)
+    assert full_work == n * 3000
+    assert cut_work < 0.8 * full_work  # the saving is real
+    assert np.sum(full != cut) <= 12
+    for code in (SINGLE, ANTIPODAL):
+        diff = abs(np.mean(full == code) - np.mean(cut == code))
+        assert diff <= 2 * math.sqrt(0.25 / n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("beta", "d"), [(0.75, 4), (3.0, 4)])
+def test_network_with_and_without_absorption_agree(beta, d):
+    # as above for the discrete network, n = 1000, L = 10, T = 40, bound 1e-3: the
+    # certificate is for the limit diffusion, so allow 8 changes (expected < 1 + O(1/L))
+    n, bound = 1000, 1e-3
+    key = jax.random.PRNGKey(5)
+    sizes = dict(beta=beta, d=d, weights=PureNoise(), trajectories=n, layers=10,
+                 horizon=40.0, tol=TOL)
+    full, full_work = absorbing_network(key, bound=0.0, **sizes)
+    cut, cut_work = absorbing_network(key, bound=bound, **sizes)
+    assert cut_work < full_work
+    assert np.sum(full != cut) <= 8
+
+
+# ------------------------------------------------------------------ run options, Dask
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--workers", "0"], "argument --workers: 0 must be >= 1"),
+    (["--chunk-size", "0"], "argument --chunk-size: 0 must be >= 1"),
+    (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "give one"),
+])
+def test_bad_run_options_are_one_line_and_exit_2(tmp_path, capsys, args, says):
+    from spheresde.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["phase", "--method", "exact", *args, "--out", str(tmp_path / "o"), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert says in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_dry_run_prints_the_plan_skips_stored_points_and_writes_nothing(tmp_path, capsys):
+    from spheresde.cli import main
+
+    exact = ["phase", "--method", "exact", "--dims", "4,5", "--out", str(tmp_path / "o")]
+    assert main([*exact, "--betas", "1,2,3", "--dry-run"]) == 0
+    assert "points: 6 to compute of 6 (0 stored)" in capsys.readouterr().out
+    assert not (tmp_path / "o").exists()
+    assert main([*exact, "--betas", "1", "--quiet"]) == 0  # two points stored
+    before = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    assert main([*exact, "--betas", "1,2,3", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "points: 4 to compute of 6 (2 stored)" in out
+    assert "nothing to simulate" in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == before
+
+
+@pytest.mark.slow
+def test_dry_run_counts_trajectory_steps_and_calibrates(tmp_path, capsys):
+    from spheresde.cli import main
+
+    assert main(["phase", "--dims", "4", "--betas", "1,2", "--trajectories", "300",
+                 "--layers", "5", "--horizon", "4", "--chunk-size", "100", "--dry-run",
+                 "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "chunks: 6 to compute, 3 per point of 100 trajectories" in out
+    assert "trajectory-steps: 1.200e+04 (600 trajectories x 20 steps)" in out
+    assert "trajectory-steps/s in this process" in out
+    assert "estimated wall time" in out
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys):
+    from spheresde.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["phase", "--method", "exact", "--scheduler", "tcp://127.0.0.1:9",
+              "--out", str(tmp_path), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "--scheduler tcp://127.0.0.1:9: cannot connect" in err
+
+
+# two points x 4 chunks of the discrete network (the compact two-token path), smoke sizes
+SMOKE = ["phase", "--dims", "4", "--betas", "1,3", "--trajectories", "160", "--layers", "5",
+         "--horizon", "20", "--method", "discrete", "--chunk-size", "40", "--quiet"]
+
+
+def worker_processes():
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if "spawn_main" in " ".join(p.cmdline())]
+
+
+@pytest.mark.slow
+def test_workers_give_the_serial_csv_byte_for_byte_even_when_one_dies(tmp_path):
+    # serial, then --workers 2 with one worker killed (SIGKILL) once the first chunk is
+    # stored: its chunks are recomputed elsewhere and the CSV is the serial one
+    from spheresde.cli import main
+
+    assert main([*SMOKE, "--out", str(tmp_path / "serial")]) == 0
+    out = tmp_path / "workers"
+    killed = []
+
+    def kill_when_a_chunk_is_stored():
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not killed:
+            workers = worker_processes()
+            if (out / "phase.chunks.json").exists() and workers:
+                os.kill(workers[0].pid, signal.SIGKILL)
+                killed.append(workers[0].pid)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=kill_when_a_chunk_is_stored)
+    watcher.start()
+    try:
+        assert main([*SMOKE, "--workers", "2", "--out", str(out)]) == 0
+    finally:
+        killed.append(None)  # stops the watcher if the run ended first
+        watcher.join()
+    assert killed[0] is not None  # a worker did die mid-sweep
+    assert (out / "phase.csv").read_bytes() == (tmp_path / "serial" / "phase.csv").read_bytes()
+    runs = json.loads((out / "phase.json").read_text())["runs"]
+    assert runs[0]["executor"] == "dask LocalCluster, 2 workers"

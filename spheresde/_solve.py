@@ -36,10 +36,14 @@ _BROWNIAN_KINDS = ("unsafe", "virtual", "weak")
 
 def default_solver(convention: str) -> diffrax.AbstractSolver:
     """The solver ``solve`` uses when none is given, for an SDE in the sense ``convention``."""
-    # Chosen on the weak error constants for Brownian motion on S^{d-1} (the differences
-    # D(dt) printed by tests/test_orders.py): the smallest of each sense, at one (Ito)
-    # or two (Stratonovich) evaluations per step. GeodesicEuler also beats
-    # Retracted(Euler()) on speed in tests/benchmarks/bench_solvers.py.
+    # Chosen on cost at equal accuracy (time per step x weak error constant). Ito:
+    # GeodesicEuler has the smaller constant on Brownian motion on S^{d-1}
+    # (tests/test_orders.py) and beats Retracted(Euler()) on speed
+    # (tests/benchmarks/bench_solvers.py). Stratonovich: GeodesicMidpoint is 1.4-2x
+    # slower per step than Retracted(diffrax.Heun()), but on noise of the form
+    # scalar x P_X o dW (Brownian motion, Langevin diffusions) its constant is 0.3-0.5x,
+    # so it costs 0.5-0.7x at equal accuracy (bench_solvers.py --accuracy); on the
+    # Transformer's matrix noise Retracted(Heun) costs about 0.6x (docs/theory/schemes.rst).
     return GeodesicEuler() if convention == "ito" else GeodesicMidpoint()
 
 

@@ -81,12 +81,47 @@ over coordinates XLA on CPU fused into every consumer, recomputing the vector fi
 The rest of the gap is not the trigonometry of the exponential map: a trig-free Cayley
 retraction in its place was 5x slower, not faster (the same fusion effect, through
 its own sums over coordinates); it stays open.
+
+``--accuracy`` (about 2 minutes: ``--accuracy --paths 20000 --cpu-devices 1``) weighs
+that against accuracy: all three have weak order 1, so the cost at equal accuracy is
+(time per step) x |C| for a weak error C dt, with C measured on common random numbers.
+2026-12-01 10:47 UTC, a loaded machine, C at the finer step pair +- one standard error,
+cost relative to Retracted(Heun) (at the coarser pair in brackets)::
+
+    Brownian motion on S^4, <X_T, X_0>, T = 0.4, dt = T/16
+      C: Midpoint 0.28 +- 0.01, Heun 0.81 +- 0.01, Retracted(Heun) 1.00 +- 0.02
+      time per step 1.96x, 1.91x (1.35x-1.96x over four runs)
+      cost: Midpoint 0.54 +- 0.03 (0.63), Heun 1.55 (1.75)
+    (1 + <X, e_3>/2) P_X o dW on S^2, <X_T, e_3>, T = 1, dt = T/16
+      C: 0.36 +- 0.02, 0.86 +- 0.02, 0.71 +- 0.02;  time per step 1.37x, 1.42x
+      cost: Midpoint 0.70 +- 0.04 (0.95), Heun 1.72 (2.00)
+    two-token Transformer (Stratonovich form), <x_1, x_2>^2, T = 1, dt = T/8
+      C: -0.13 +- 0.02, -0.37 +- 0.02, -0.08 +- 0.02;  time per step 0.99x, 1.02x
+      cost: Midpoint 1.7 +- 0.6 (1.6 +- 0.2), Heun 4.7 (2.8)
+
+So GeodesicMidpoint stays the default Stratonovich solver: on noise of the form
+scalar x P_X o dW it reaches a given accuracy at 0.5-0.7x the cost of Retracted(Heun);
+on the Transformer's matrix noise Retracted(Heun) is the cheaper (docs: theory/schemes).
+
+Where the time per step goes (``--stratonovich`` as above, one device, 2026-12-01
+10:48-10:50 UTC): the exponential map's cos, sinc and square root are about 30% of a
+GeodesicMidpoint step on P_X o dW (replaced, for profiling only, by the first two
+Taylor terms: 0.91 -> 0.66 s, ratio 1.83 -> 1.27). A float32-exact Taylor series of
+cos and sinc in the squared norm (6 terms, valid for |v| <= 1, with the trigonometric
+form chosen by ``jax.lax.cond`` on the largest |v| of the batch otherwise) gave 0.75 s
+(ratio 1.39) on one device but nothing on two (0.87 vs 0.86 s: the maximum over the
+paths becomes a cross-device reduction in every stage), and under ``jax.vmap`` a cond
+evaluates both branches; not adopted. Computing sinc as sin(t)/t instead of
+``jnp.sinc(t / pi)``: no change (0.92 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import os
+import sys
 import time
 
 import jax
@@ -106,6 +141,9 @@ parser.add_argument("--key-impl", default="threefry2x32",
 parser.add_argument("--stratonovich", action="store_true",
                     help="instead: the Stratonovich solvers on Brownian motion on S^2 "
                          "(GeodesicMidpoint, GeodesicHeun against Retracted(diffrax.Heun()))")
+parser.add_argument("--accuracy", action="store_true",
+                    help="instead: cost at equal accuracy of the Stratonovich solvers (time per "
+                         "step x weak error constant) against Retracted(diffrax.Heun())")
 parser.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
                     help="CPU cores JAX runs as separate devices (default: all); solve_batch "
                          "and (b) split the paths over them, NumPy uses one core")
@@ -320,5 +358,134 @@ def main():
               f"{walls['c'] / walls['rng_jax']:.1f}x")
 
 
+ACCURACY_SOLVERS = {"GeodesicMidpoint": spheresde.GeodesicMidpoint(),
+                    "GeodesicHeun": spheresde.GeodesicHeun(),
+                    "Retracted(Heun())": spheresde.Retracted(diffrax.Heun())}
+
+
+def accuracy_problems():
+    """(name, Stratonovich SDE, starts, f(y_T, y_0), horizon T, exact E f or None,
+    coarsest steps per T, steps timed).
+
+    Brownian motion on S^4 (noise P_X o dW, E<X_T, X_0> = e^{-2T}); the same on S^2 at
+    the position-dependent speed 1 + <X, e_3>/2 (a noise-induced drift in Ito form);
+    the two-token Transformer SDE on S^2 (beta = 2, sigma = 1, full 3 x 3 noise dW A_i,
+    non-constant and non-commuting; Stratonovich form by automatic differentiation,
+    tests/helpers.stratonovich_form), f = <x_1, x_2>^2 at T (the weak errors of <x_1, x_2>
+    itself, |C| < 0.1 for all three, were not resolved with 20,000 paths)."""
+    from helpers import brownian_motion_sde, stratonovich_form
+
+    bm = brownian_motion_sde(5, "stratonovich")
+    bm_y0 = jnp.zeros((cli.paths, 5), DTYPE).at[:, 0].set(1.0)
+    mu = jnp.array([0.0, 0.0, 1.0], DTYPE)
+
+    def speed_diffusion(t, y, args, dw):
+        return (1 + 0.5 * (y @ mu))[..., None] * spheresde.project_tangent(y, dw)
+
+    sp = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), speed_diffusion, (3,),
+                             "stratonovich")
+    sp_y0 = jnp.broadcast_to(jnp.array([0.6, 0.0, 0.8], DTYPE), (cli.paths, 3))
+    tf = stratonovich_form(transformer_sde(2.0, PureNoise(1.0), d=3))
+    tf_y0 = spheresde.sample_uniform(jr.key(8), (cli.paths, 2), 3, dtype=DTYPE)
+    return [
+        ("Brownian motion on S^4, f = <X_T, X_0>", bm, bm_y0,
+         lambda y, y0: jnp.sum(y * y0, axis=-1), 0.4, float(np.exp(-2 * 0.4)), 8, 128),
+        ("(1 + <X, e_3>/2) P_X o dW on S^2 from (0.6, 0, 0.8), f = <X_T, e_3>", sp, sp_y0,
+         lambda y, y0: y @ mu, 1.0, None, 8, 128),
+        ("two-token Transformer on S^2, f = <x_1, x_2>^2", tf, tf_y0,
+         lambda y, y0: jnp.sum(y[:, 0] * y[:, 1], axis=-1) ** 2, 1.0, None, 4, 32),
+    ]
+
+
+def error_constants(sde, y0, f, t1, n, solver):
+    """([C at dt = T/n, T/(2n)], [their standard errors], [f path by path at each dt]):
+    C = 2 D(dt) / dt, D(dt) = E f^dt - E f^(dt/2), all dt on the same sampled paths."""
+    from helpers import sampled_brownian
+
+    ts, W = sampled_brownian(jr.key(11), cli.paths, t1, 4 * n, sde.noise_shape)
+    dts = [t1 / n, t1 / (2 * n), t1 / (4 * n)]
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def ends(y0, W, dt):
+        def one(y, w):
+            path = diffrax.LinearInterpolation(ts, w)
+            return spheresde.solve(sde, y, 0.0, t1, dt, brownian=path, solver=solver).ys[-1]
+        return jax.vmap(one)(y0, W)
+
+    fs = [np.asarray(f(ends(y0, W.astype(DTYPE), dt), y0), np.float64) for dt in dts]
+    diffs = [(a - b, dt) for (a, b), dt in zip(itertools.pairwise(fs), dts, strict=False)]
+    return ([2 * dd.mean() / dt for dd, dt in diffs],
+            [2 * dd.std() / np.sqrt(dd.size) / dt for dd, dt in diffs], fs)
+
+
+def time_per_step(sde, y0, dt, steps):
+    """{solver name: median wall seconds per step} of solve_batch (default Brownian path)
+    over ``steps`` steps, every solver in each of --repeats rounds."""
+    key = jr.key(12)
+    programs = {}
+    for name, solver in ACCURACY_SOLVERS.items():
+        def fn(y, k, solver=solver):
+            return spheresde.solve_batch(sde, y, 0.0, dt * steps, dt, key=k,
+                                         solver=solver).ys[:, -1]
+        programs[name] = compiled(fn, y0, key)[1]
+    times = {name: [] for name in programs}
+    for _ in range(cli.repeats):
+        for name, program in programs.items():
+            times[name].append(run_once(program, y0, key)[0])
+    return {name: float(np.median(t)) / steps for name, t in times.items()}
+
+
+def main_accuracy():
+    """Cost at equal accuracy: all three schemes have weak order 1, so reaching a weak
+    error eps takes |C| T / eps steps for an error C dt, and the cost at equal accuracy
+    is (time per step) x |C|. C is measured with common random numbers (every scheme and
+    every dt on the same sampled Brownian paths, diffrax.LinearInterpolation of a grid
+    of step dt_min): D(dt) = E f^dt - E f^(dt/2) = C dt / 2 + O(dt^2), so C = 2 D / dt,
+    whose standard error is that of the path-wise differences (the Monte Carlo error of
+    E f cancels). The cost at equal accuracy, relative to Retracted(Heun()), is printed
+    for C at each dt (its error bar from those of the two C only, as if independent).
+    Time per step: solve_batch with its default Brownian path (the production setting),
+    the same paths, dt = the finest, median of --repeats rounds, all schemes in the same
+    rounds."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    print(f"paths={cli.paths} dtype={jnp.dtype(DTYPE).name} devices={len(jax.devices())} "
+          f"repeats={cli.repeats} (median); C from D(dt) = E f^dt - E f^(dt/2), common "
+          f"random numbers, +- one standard error")
+    ref = "Retracted(Heun())"
+    for title, sde, y0, f, t1, exact, n, steps in accuracy_problems():
+        print(f"\n{title}, T = {t1}, dt = T/{n}, T/{2 * n}, T/{4 * n}"
+              + (f", exact E f = {exact:.5f}" if exact is not None else ""))
+        rows = {name: error_constants(sde, y0, f, t1, n, solver)
+                for name, solver in ACCURACY_SOLVERS.items()}
+        per_step = time_per_step(sde, y0, t1 / (4 * n), steps)
+        for name, (C, C_se, fs) in rows.items():
+            cs = "  ".join(f"{c:+.4f}+-{s:.4f}" for c, s in zip(C, C_se, strict=True))
+            line = (f"  {name:18s} C(dt=T/{n}, T/{2 * n}) = {cs}  time/step "
+                    f"{per_step[name] * 1e3:6.3f} ms ({cli.paths} paths, {steps} steps)")
+            if exact is not None:
+                err = fs[-1] - exact
+                line += (f"  E f^(T/{4 * n}) - exact = {err.mean():+.4f}"
+                         f"+-{err.std() / np.sqrt(err.size):.4f}")
+            print(line)
+        for name, (C, C_se, _) in rows.items():
+            speed = per_step[name] / per_step[ref]
+            costs = []
+            for i in range(2):
+                c, se, c_ref, se_ref = C[i], C_se[i], rows[ref][0][i], rows[ref][1][i]
+                if abs(c) < 2 * se or abs(c_ref) < 2 * se_ref:
+                    costs.append("C not resolved (within 2 s.e. of 0)")
+                    continue
+                ratio = speed * abs(c / c_ref)
+                err = ratio * np.hypot(se / c, se_ref / c_ref)
+                costs.append(f"|C| ratio {abs(c / c_ref):4.2f}, cost {ratio:4.2f} +- {err:.2f}")
+            print(f"  {name:18s} time/step ratio {speed:4.2f};  at T/{n}: {costs[0]};  "
+                  f"at T/{2 * n}: {costs[1]}")
+
+
 if __name__ == "__main__":
-    main_stratonovich() if cli.stratonovich else main()
+    if cli.accuracy:
+        main_accuracy()
+    elif cli.stratonovich:
+        main_stratonovich()
+    else:
+        main()

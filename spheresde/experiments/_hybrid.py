@@ -116,11 +116,8 @@ def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
                options: RunOptions | None = None) -> SweepResult[HybridRow] | list[str]:
     """Sweep ``betas x eps`` into ``out/NAME.csv`` and draw ``NAME.png``
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
-    sampled = spec.method != "exact"
     return run_sweep(spec, out, HybridRow, _chunk, _finish, plot_hybrid, name=name,
                      desc=f"{name} ({spec.method}, n={spec.tokens})",
-                     samples=spec.trajectories if sampled else 0,
-                     steps=round(spec.horizon * spec.layers) if sampled else 0,
                      options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 

@@ -120,11 +120,8 @@ def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
               options: RunOptions | None = None) -> SweepResult[PhaseRow] | list[str]:
     """Sweep ``spec.dims x spec.betas`` into ``out/NAME.csv`` and draw ``NAME.png``
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
-    sampled = spec.method != "exact"
     return run_sweep(spec, out, PhaseRow, _chunk, _finish, plot_phase, name=name,
                      desc=f"{name} ({spec.method})",
-                     samples=spec.trajectories if sampled else 0,
-                     steps=round(spec.horizon * spec.layers) if sampled else 0,
                      options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 

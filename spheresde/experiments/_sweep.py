@@ -457,18 +457,28 @@ def run_options(options: RunOptions | None, *, quiet: bool = False,
                                overwrite=base.overwrite or overwrite)
 
 
+def monte_carlo_size(spec: Any) -> tuple[int, int]:
+    """Trajectories per grid point and steps per trajectory of a Monte Carlo spec
+    (``trajectories``, ``round(horizon * layers)``); ``(0, 0)`` for ``method="exact"``."""
+    if getattr(spec, "method", None) == "exact":
+        return 0, 0
+    return spec.trajectories, round(spec.horizon * spec.layers)
+
+
 def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
               chunk: Callable[[Any, dict[str, Any], int, int], Counts],
               finish: Callable[[Any, dict[str, Any], list[Counts]], R],
               plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
-              samples: int, steps: int, options: RunOptions | None = None,
+              samples: int | None = None, steps: int | None = None,
+              options: RunOptions | None = None,
               executor: Any = None) -> SweepResult[R] | list[str]:
     """What every experiment's sweep does: open the store, compute the missing chunks of
     the points of ``spec.points()`` with ``chunk(spec, point, k, size)``, make each row
     with ``finish(spec, point, counts)``, draw ``plot(rows, spec, path)``.
 
     ``samples`` is the number of trajectories of a point (0: no Monte Carlo, one
-    chunk of size 0) and ``steps`` the steps of one trajectory (for the plan). The key
+    chunk of size 0) and ``steps`` the steps of one trajectory (for the plan); by default
+    :func:`monte_carlo_size` of the spec. The key
     columns are the coordinates of the points; the resume identity and metadata are
     ``spec.params()`` (its grid axes, the tuple fields, may change), the echoed columns
     ``spec.echo()``. With ``options.dry_run`` it returns the lines of the plan instead.
@@ -477,6 +487,9 @@ def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
     from ._plan import plan_lines
 
     options = RunOptions() if options is None else options
+    default_samples, default_steps = monte_carlo_size(spec)
+    samples = default_samples if samples is None else samples
+    steps = default_steps if steps is None else steps
     points = spec.points()
     sizes = chunk_sizes(samples, options.chunk_size) or [0]
     grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]

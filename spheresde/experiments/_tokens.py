@@ -111,8 +111,7 @@ def run_tokens(spec: TokensSpec, out: str | os.PathLike, *, quiet: bool = False,
     """Sweep ``tokens x betas`` into ``out/NAME.csv`` and draw ``NAME.png``
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
     return run_sweep(spec, out, TokensRow, _chunk, _finish, plot_tokens, name=name,
-                     desc=f"{name} ({spec.method})", samples=spec.trajectories,
-                     steps=round(spec.horizon * spec.layers),
+                     desc=f"{name} ({spec.method})",
                      options=run_options(options, quiet=quiet, overwrite=overwrite))
 
 

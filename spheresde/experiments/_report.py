@@ -183,6 +183,7 @@ def _follows(rows: list[HybridRow], curve) -> tuple[int, int]:
 
 
 def _hybrid_section(results: dict) -> tuple[str, list]:
+    from .._formation import formation_threshold
     from ._hybrid import exact_map, thresholds
 
     text = [
@@ -267,11 +268,22 @@ def _hybrid_section(results: dict) -> tuple[str, list]:
                 marks = " ".join(cell[beta, e].dominant[0].upper() for e in eps)
                 first = next((e for e in eps if cell[beta, e].dominant == "antipodal"), None)
                 th = thresholds([beta], d, mu)
+                lone = float(formation_threshold(beta, d, tokens=spec.tokens, cluster=1, mu=mu))
                 body.append([f"{beta:g}", marks, "-" if first is None else f"{first:g}",
-                             f"{th['paper'][0]:.3f}", f"{th['linear'][0]:.3f}"])
+                             f"{th['paper'][0]:.3f}", f"{th['linear'][0]:.3f}",
+                             f"{lone:.3f}"])
             text += [
                 _table(["beta", "dominant at eps = " + ", ".join(f"{e:g}" for e in eps),
-                        "first antipodal eps", "paper curve", "linearization"], body),
+                        "first antipodal eps", "paper curve", "linearization",
+                        f"formation 1 vs {spec.tokens - 1}"], body),
+                "",
+                f"The last column is the linear threshold of the most unbalanced antipodal "
+                f"formation of {spec.tokens} tokens (one token against the other "
+                f"{spec.tokens - 1}, `spheresde.formation_threshold`, derived in "
+                "`proofs_check.formation`): above it such a formation, once formed, attracts. "
+                "It is a stability threshold, not the edge where antipodal outcomes become "
+                "the more probable ones, which only simulation gives (docs: the hybrid "
+                "model, *Formations of many tokens*).",
                 "",
             ]
             status.append((f"Figure 4, {label}: which threshold the cells follow",

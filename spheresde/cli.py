@@ -160,7 +160,7 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     for arg in argv:
         previous = out[-1] if out else ""
         if (_NEGATIVE_VALUE.match(arg) and previous.startswith("--") and "=" not in previous
-                and previous not in ("--quiet", "--overwrite", "--help", "--version")):
+                and previous not in ("--quiet", "--overwrite", "--dry-run", "--help", "--version")):
             out[-1] = f"{previous}={arg}"
         else:
             out.append(arg)

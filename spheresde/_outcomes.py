@@ -6,9 +6,10 @@ The classification (stated in :doc:`/theory/discrete_model`, section *Outcomes*)
 - antipodal: every :math:`|\langle X_i, X_j\rangle| > 1 - \mathrm{tol}`, both signs present;
 - undecided: anything else. Its fraction is always reported, never dropped.
 
-Every Monte Carlo result of the package ends as outcome codes, and
-:func:`fractions_from_codes` is the one place that turns codes into fractions with their
-binomial standard errors (:func:`binomial_stderr`).
+Every Monte Carlo result of the package ends as outcome codes, or as counts of them
+summed over the chunks of a sweep; :func:`fractions_from_counts` is the one place that
+turns counts into fractions with their binomial standard errors
+(:func:`binomial_stderr`), and :func:`fractions_from_codes` counts codes for it.
 """
 
 from __future__ import annotations
@@ -126,15 +127,25 @@ class OutcomeFractions:
         return np.asarray(np.asarray(OUTCOME_NAMES)[np.argmax(stacked, axis=0)])
 
 
+def fractions_from_counts(single, antipodal, undecided) -> OutcomeFractions:
+    """:class:`OutcomeFractions` of the numbers of single, antipodal and undecided samples
+    (integers or integer arrays of one shape, with the same positive total everywhere)."""
+    counts = [np.asarray(c) for c in (single, antipodal, undecided)]
+    total = counts[0] + counts[1] + counts[2]
+    count = int(np.max(total, initial=0))
+    if count == 0 or np.any(total != count):
+        raise ValueError(f"outcome counts need one positive total, got totals {total}")
+    # np.asarray: a 0-d division gives a NumPy scalar, not a 0-d array
+    return OutcomeFractions(*(np.asarray(c / count) for c in counts), count)
+
+
 def fractions_from_codes(codes) -> OutcomeFractions:
     """:class:`OutcomeFractions` of outcome codes; the last axis holds the samples."""
     codes = np.asarray(codes)
     if codes.ndim == 0 or codes.shape[-1] == 0:
         raise ValueError("fractions_from_codes needs at least one sample on the last axis")
-    # np.asarray: a mean over the only axis is a NumPy scalar, not a 0-d array
-    single, antipodal, undecided = (np.asarray(np.mean(codes == c, axis=-1))
-                                    for c in (SINGLE, ANTIPODAL, UNDECIDED))
-    return OutcomeFractions(single, antipodal, undecided, codes.shape[-1])
+    return fractions_from_counts(*(np.sum(codes == c, axis=-1)
+                                   for c in (SINGLE, ANTIPODAL, UNDECIDED)))
 
 
 def outcome_fractions(tokens: Array, tol: float = DEFAULT_TOL) -> OutcomeFractions:
@@ -169,5 +180,6 @@ __all__ = [
     "classify_rho",
     "cluster_sizes",
     "fractions_from_codes",
+    "fractions_from_counts",
     "outcome_fractions",
 ]

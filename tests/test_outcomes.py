@@ -51,3 +51,20 @@ def test_cluster_sizes():
     e1 = jnp.eye(3)[0]
     tokens = jnp.stack([jnp.stack([e1, -e1, e1, e1]), jnp.stack([-e1, e1, e1, -e1])])
     assert cluster_sizes(tokens).tolist() == [[3, 1], [2, 2]]
+
+
+def test_fractions_from_counts_is_what_codes_give_and_refuses_uneven_totals():
+    from spheresde._outcomes import fractions_from_codes, fractions_from_counts
+
+    codes = np.array([[SINGLE, SINGLE, ANTIPODAL, UNDECIDED, SINGLE],
+                      [ANTIPODAL, ANTIPODAL, ANTIPODAL, SINGLE, UNDECIDED]])
+    from_codes = fractions_from_codes(codes)
+    from_counts = fractions_from_counts([3, 1], [1, 3], [1, 1])
+    for name in ("single", "antipodal", "undecided"):
+        np.testing.assert_array_equal(getattr(from_codes, name), getattr(from_counts, name))
+    assert from_counts.count == from_codes.count == 5
+    np.testing.assert_allclose(from_counts.antipodal_se, np.sqrt([0.2 * 0.8 / 5, 0.6 * 0.4 / 5]))
+    with pytest.raises(ValueError, match="one positive total"):
+        fractions_from_counts([3, 1], [1, 3], [1, 2])
+    with pytest.raises(ValueError, match="one positive total"):
+        fractions_from_counts(0, 0, 0)

@@ -97,11 +97,13 @@ def _chunk(spec: HybridSpec, point: dict, k: int, size: int) -> dict:
 
 
 def _finish(spec: HybridSpec, point: dict, counts: list[dict]) -> HybridRow:
-    from ._simulate import add_counts, exact_two_tokens, fractions_of_counts
+    from .._outcomes import fractions_from_counts
+    from ._simulate import add_counts, exact_two_tokens
 
     beta, eps, n, d, mu = point["beta"], point["eps"], spec.tokens, spec.dim, spec.mu
     exact = exact_two_tokens(beta, d, mu=mu, eps=eps) if n == 2 else None
-    fractions = exact if spec.method == "exact" else fractions_of_counts(add_counts(counts))
+    fractions = (exact if spec.method == "exact"
+                 else fractions_from_counts(*add_counts(counts)["outcomes"]))
     return HybridRow(
         beta=beta, eps=eps, p_single=float(fractions.single),
         p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),

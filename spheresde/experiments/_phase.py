@@ -96,14 +96,15 @@ def _chunk(spec: PhaseSpec, point: dict, k: int, size: int) -> dict:
 
 def _finish(spec: PhaseSpec, point: dict, counts: list[dict]) -> PhaseRow:
     from .. import two_token
-    from ._simulate import add_counts, exact_two_tokens, fractions_of_counts
+    from .._outcomes import fractions_from_counts
+    from ._simulate import add_counts, exact_two_tokens
 
     d, beta = point["d"], point["beta"]
     exact = exact_two_tokens(beta, d, sigma=spec.sigma)
     if spec.method == "exact":
         fractions = finite = exact
     else:
-        fractions = fractions_of_counts(add_counts(counts))
+        fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
         finite = two_token.outcome_probabilities(beta, d, horizon=spec.horizon, tol=spec.tol,
                                                  sigma=spec.sigma)
     return PhaseRow(

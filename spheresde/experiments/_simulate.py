@@ -13,8 +13,8 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
 (:mod:`spheresde._absorption`) for two tokens under the reduced SDE and the discrete
-network. :func:`fractions_of_counts` turns the summed counts of a point's chunks into
-fractions.
+network. :func:`~spheresde._outcomes.fractions_from_counts` turns the summed
+``outcomes`` counts of a point's chunks into fractions.
 """
 
 from __future__ import annotations
@@ -154,9 +154,3 @@ def add_counts(counts: list[dict]) -> dict:
     return total
 
 
-def fractions_of_counts(total: dict) -> OutcomeFractions:
-    """:class:`OutcomeFractions` of summed ``outcomes`` counts (single, antipodal, undecided)."""
-    single, antipodal, undecided = total["outcomes"]
-    count = single + antipodal + undecided
-    return OutcomeFractions(*(np.asarray(c / count) for c in (single, antipodal, undecided)),
-                            count)

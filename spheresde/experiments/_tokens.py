@@ -89,10 +89,11 @@ def _chunk(spec: TokensSpec, point: dict, k: int, size: int) -> dict:
 
 
 def _finish(spec: TokensSpec, point: dict, counts: list[dict]) -> TokensRow:
-    from ._simulate import add_counts, fractions_of_counts
+    from .._outcomes import fractions_from_counts
+    from ._simulate import add_counts
 
     total = add_counts(counts)
-    fractions = fractions_of_counts(total)
+    fractions = fractions_from_counts(*total["outcomes"])
     by_size = np.asarray(total["minority"])
     antipodal = int(by_size.sum())
     return TokensRow(

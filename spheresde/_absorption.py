@@ -38,6 +38,11 @@ survivors are packed into a smaller batch (sizes rounded up to a power of two, a
 Each trajectory draws its randomness from its own key
 (folded with the step), so a trajectory's path does not depend on which others are
 still running: with and without absorption, the same seed gives the same trajectories.
+
+The two-token network runs in the sum/difference coordinates of :mod:`spheresde._pair`,
+where :math:`1 \pm \rho` keep their relative precision: in float32 the tokens
+themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-13}`, above the
+antipodal levels at large :math:`\beta`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def _pair_near(d, sign, gap, seed):
     return jnp.stack([x1, x2 / jnp.linalg.norm(x2)])
 
 
-@pytest.mark.parametrize("d", [2, 3, 7])
+@pytest.mark.parametrize("d", [2, 5])
 @pytest.mark.parametrize(("sign", "gap"), [(1.0, 1.0), (-1.0, 1e-6), (1.0, 1e-6)])
 @pytest.mark.parametrize(("beta", "drift_step", "noise_step"), [(2.0, 0.0, 0.1),
                                                                 (4.0, 0.01, 0.3)])
@@ -43,6 +43,7 @@ def test_pair_layer_is_the_network_layer_pathwise(d, sign, gap, beta, drift_step
     np.testing.assert_allclose(m1, y[0] - y[1], rtol=0, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_pair_layer_keeps_relative_precision_near_antipodal():
     # 1 + rho = 1e-20. Reference: the network's layer on float64 tokens, where
     # |X1 + X2| ~ 1.4e-10 carries rounding of ~1e-16, so ~1e-6 relative. The float32 pair
@@ -68,6 +69,7 @@ def test_pair_layer_keeps_relative_precision_near_antipodal():
     assert token_error > 0.5 * np.abs(reference).max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("d", "beta", "rho0"), [(3, 1.0, 0.2), (5, 2.5, -0.6)])
 def test_pair_chain_has_the_law_of_the_network(d, beta, rho0):
     # rho after 20 layers (L = 10) from a common start: the pair chain vs the network with
@@ -91,6 +93,7 @@ def test_pair_chain_has_the_law_of_the_network(d, beta, rho0):
     assert stats.ks_2samp(rho_net, rho_pair).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_antipodal_trajectories_are_absorbed_too():
     # d = 3, beta = 3: most pairs end antipodal. If only single-cluster trajectories could
     # stop early (the float32 floor of the token representation), the steps simulated

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -129,13 +130,19 @@ def test_dry_run_counts_trajectory_steps_and_calibrates(tmp_path, capsys):
     from spheresde.cli import main
 
     assert main(["phase", "--dims", "4", "--betas", "1,2", "--trajectories", "300",
-                 "--layers", "5", "--horizon", "4", "--chunk-size", "100", "--dry-run",
+                 "--layers", "5", "--horizon", "100", "--chunk-size", "100", "--dry-run",
                  "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "chunks: 6 to compute, 3 per point of 100 trajectories" in out
-    assert "trajectory-steps: 1.200e+04 (600 trajectories x 20 steps)" in out
+    assert "trajectory-steps: 3.000e+05 (600 trajectories x 500 steps)" in out
     assert "trajectory-steps/s in this process" in out
     assert "estimated wall time" in out
+    # the probes run the full horizon with absorption: by T = 100 nearly every pair has
+    # settled (the exact finite-horizon undecided share is far below 1% here)
+    share = re.search(r"early absorption: ([0-9.]+)% of the steps simulated in 2 probe", out)
+    assert share, out
+    assert float(share.group(1)) < 50
+    assert "estimated wall time with absorption" in out
     assert not (tmp_path / "o").exists()
 
 

@@ -4,10 +4,12 @@ The plan counts the points and chunks still to compute (those already stored in 
 output directory are skipped, as a real run would skip them) and their
 trajectory-steps. The wall-time estimate comes from a short calibration: one small
 chunk with a short horizon run twice (the first call compiles), its throughput in
-trajectory-steps per second applied to what is left, plus the compilation. It counts
-every step, so with early absorption (on by default) the real run is usually faster;
-with ``--workers N`` it assumes N times the throughput of this process. Nothing is
-written.
+trajectory-steps per second applied to what is left, plus the compilation. With early
+absorption (on by default) a second estimate follows: a few probe chunks (up to three
+points spread over the grid, :data:`PROBE_TRAJECTORIES` each, the full horizon) give the
+fraction of the steps actually simulated, which scales the first; it is skipped when the
+probes would take more than :data:`PROBE_BUDGET` seconds. With ``--workers N`` both
+assume N times the throughput of this process. Nothing is written.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
+PROBE_TRAJECTORIES = 256
+PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 
 
 def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
@@ -81,9 +85,18 @@ def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict
     estimate = compile_s + work / rate / parallel
     lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process "
                  f"(compilation {compile_s:.1f} s)")
-    lines.append(f"  estimated wall time: {_duration(estimate)} "
-                 f"({'1 process' if parallel == 1 else f'{parallel} workers'}, every step "
-                 "counted: early absorption makes it shorter)")
+    workers = '1 process' if parallel == 1 else f'{parallel} workers'
+    lines.append(f"  estimated wall time: {_duration(estimate)} ({workers}, every step counted)")
+    probes = left_points[::max(1, -(-len(left_points) // 3))][:3]
+    if getattr(spec, "absorb", 0.0) > 0 and (
+            len(probes) * PROBE_TRAJECTORIES * steps / rate <= PROBE_BUDGET):
+        simulated = sum(chunk(spec, p, 0, PROBE_TRAJECTORIES).get("steps", 0) for p in probes)
+        share = simulated / (len(probes) * PROBE_TRAJECTORIES * steps)
+        lines.append(f"  early absorption: {share:.1%} of the steps simulated in "
+                     f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")
+        lines.append(f"  estimated wall time with absorption: "
+                     f"{_duration(compile_s + share * work / rate / parallel)} ({workers}; "
+                     "the share varies over the grid, and small batches run slower)")
     return lines
 
 

@@ -39,7 +39,7 @@ QUICK = _with_constant_weights({
 })
 
 PAPER = _with_constant_weights({
-    "phase": PhaseSpec(betas=tuple(0.25 * k for k in range(1, 13)), trajectories=40_000,
+    "phase": PhaseSpec(betas=tuple(round(0.2 * k, 1) for k in range(1, 16)), trajectories=40_000,
                        layers=100, horizon=500.0, method="discrete"),
     "phase_discrete": None,  # the main Figure 3 is already the network at the paper's sizes
     "hybrid": HybridSpec(betas=tuple(0.5 * k for k in range(1, 13)),

@@ -8,8 +8,9 @@
                 beta_c(d) and far from it; the ratio is the speed-up.
 ``network``     the paper-scale Figure 3 through the discrete network (d = 4..10,
                 15 betas in [0.2, 3], 40,000 trajectories, L = 100, T = 500), measured
-                on a subset (d = 4, 7, 10 x 3 betas, 500 trajectories at the full
-                horizon, with absorption, compilation included) and extrapolated.
+                on a subset (d = 4, 7, 10 x 3 betas, one chunk of 10,000 trajectories
+                at the full horizon, with absorption, compiled beforehand) and
+                extrapolated. The full run is the command in docs/theory/scaling.rst.
 ``reduced``     the same Figure 3 through the reduced SDE, run in full (one chunk of
                 40,000 trajectories per point), with its wall time.
 ``dask``        ``spheresde reproduce --scale quick`` serial vs ``--workers 2`` (two
@@ -79,21 +80,26 @@ def absorption():
 def network():
     print("paper-scale Figure 3 through the discrete network (estimate from a subset)")
     betas = np.linspace(0.2, 3.0, 15)
-    sample, measured = betas[[0, 7, 14]], {}
+    sample, measured, chunk = betas[[0, 7, 14]], {}, 10_000
     for d in (4, 7, 10):
         costs = []
+        # compile the chunk-size shapes once (a real sweep compiles them once per process)
+        absorbing_network(jax.random.key(9), beta=1.0, d=d, weights=PureNoise(),
+                          trajectories=chunk, layers=100, horizon=5.0, tol=TOL, bound=BOUND)
         for beta in sample:
             start = time.perf_counter()
-            _, work = absorbing_network(jax.random.key(2), beta=float(beta), d=d,
-                                        weights=PureNoise(), trajectories=500, layers=100,
-                                        horizon=500.0, tol=TOL, bound=BOUND)
+            codes, work = absorbing_network(jax.random.key(2), beta=float(beta), d=d,
+                                            weights=PureNoise(), trajectories=chunk,
+                                            layers=100, horizon=500.0, tol=TOL, bound=BOUND)
             costs.append(time.perf_counter() - start)
-            print(f"  d={d:2d} beta={beta:4.2f}: {costs[-1]:6.2f} s per 500 trajectories "
-                  f"(compilation included), steps simulated {work / (500 * 50_000):6.1%}")
-        measured[d] = np.mean(costs) * 80 * len(betas)  # 40,000 trajectories, 15 betas
+            exact = float(two_token.antipodal_probability(beta, d))
+            print(f"  d={d:2d} beta={beta:4.2f}: {costs[-1]:6.2f} s per chunk of {chunk}, "
+                  f"steps simulated {work / (chunk * 50_000):6.2%}, P(antipodal) "
+                  f"{np.mean(codes == 1):.4f} (exact limit {exact:.4f})")
+        measured[d] = np.mean(costs) * 4 * len(betas)  # 40,000 trajectories, 15 betas
     total = sum(np.interp(d, list(measured), list(measured.values())) for d in range(4, 11))
-    print(f"  full run (d = 4..10 interpolated from d = 4, 7, 10; each beta costing the mean "
-          f"of its d): {total / 60:.0f} min in this process")
+    print(f"  full run in one process (d = 4..10 interpolated from d = 4, 7, 10; each beta "
+          f"costing the mean of its d): {total / 60:.0f} min")
     z_lo, z_hi = absorption_levels(3.0, 10.0, 1.0, 0.0, TOL, BOUND)
     print(f"  absorption bound {BOUND:g} (e.g. d=10 beta=3: 1 - rho_+ = "
           f"{1 - np.tanh(z_hi):.2e}, 1 + rho_- = {1 + np.tanh(z_lo):.2e})")

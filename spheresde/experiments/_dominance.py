@@ -16,6 +16,7 @@ confirmation.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +24,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
-from ._hybrid import HORIZON_SCALE, MAX_HORIZON, _cap_above_horizon, scaled_horizon
+from ._hybrid import (
+    HORIZON_SCALE,
+    MAX_HORIZON,
+    _cap_above_horizon,
+    horizon_label,
+    scaled_horizon,
+)
 from ._spec import (
     ABSORB,
     BETAS,
@@ -135,8 +142,12 @@ def _finish(spec: DominanceSpec, point: dict, counts: list[dict]) -> DominanceRo
     exact = exact_horizon = float("nan")
     if n == 2:
         exact = float(two_token.antipodal_probability(beta, d, mu=spec.mu, eps=eps))
-        exact_horizon = float(two_token.outcome_probabilities(
-            beta, d, horizon=horizon, tol=spec.tol, mu=spec.mu, eps=eps).antipodal)
+        # the finite-horizon solver overflows at small eps and long horizons (nan then,
+        # with numpy's warnings): the row keeps nan, the infinite-horizon value decides
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            exact_horizon = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=spec.tol, mu=spec.mu, eps=eps).antipodal)
     return DominanceRow(
         tokens=n, dim=d, beta=beta, eps=eps, single=single, antipodal=antipodal,
         undecided=undecided, p_single=float(fractions.single),
@@ -217,9 +228,7 @@ def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) ->
     fig.suptitle(
         f"Hybrid network (mu={spec.mu:g}, L={spec.layers}): edge where the antipodal outcome "
         f"overtakes the single cluster; {spec.trajectories} trajectories per cell, "
-        f"T=max({spec.horizon:g}, {spec.horizon_scale:g}/eps^2)"
-        + (f" <= {spec.max_horizon:g}" if spec.max_horizon else "")
-        + "; bands: 95% bootstrap", fontsize=9)
+        f"{horizon_label(spec)}; bands: 95% bootstrap", fontsize=9)
     return save(fig, path)
 
 

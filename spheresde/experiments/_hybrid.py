@@ -170,11 +170,11 @@ def mean_steps(spec, points: list[dict]) -> int:
 
 
 def horizon_label(spec) -> str:
-    """``T=50``, or the rule ``T=max(50, 4/eps^2) <= 800`` when the horizon scales."""
+    """``T = 50``, or the rule ``T = max(50, 4/eps^2) <= 800`` when the horizon scales."""
     if spec.horizon_scale == 0:
-        return f"T={spec.horizon:g}"
+        return f"T = {spec.horizon:g}"
     cap = f" <= {spec.max_horizon:g}" if spec.max_horizon > 0 else ""
-    return f"T=max({spec.horizon:g}, {spec.horizon_scale:g}/eps^2){cap}"
+    return f"T = max({spec.horizon:g}, {spec.horizon_scale:g}/eps^2){cap}"
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ import pytest
 
 from spheresde import two_token
 from spheresde.experiments import SCALES, DominanceRow, DominanceSpec, HybridSpec
-from spheresde.experiments._edges import analyse, bootstrap_edges, edge
+from spheresde.experiments._edges import bootstrap_edges, dominance_edges, edge
 from spheresde.experiments._hybrid import scaled_horizon
 from spheresde.experiments._spec import BadParameters
 
@@ -131,7 +131,7 @@ def rows_with_edges(star_of_beta, *, tokens=8, dim=3, trajectories=200_000, seed
 @pytest.mark.slow
 def test_fits_recover_the_paper_curve_when_the_edges_follow_it():
     rows = rows_with_edges(lambda b: float(two_token.paper_hybrid_threshold(b)))
-    edges, (fit,) = analyse(rows, DominanceSpec())
+    edges, (fit,) = dominance_edges(rows, DominanceSpec())
     assert [e.status for e in edges] == ["edge"] * 4
     assert fit.slope == pytest.approx(-0.5, abs=0.02)
     assert fit.slope_low <= -0.5 <= fit.slope_high
@@ -145,7 +145,7 @@ def test_fits_recover_the_paper_curve_when_the_edges_follow_it():
 @pytest.mark.slow
 def test_fits_see_a_steeper_edge():
     rows = rows_with_edges(lambda b: 1.5 * np.exp(-b), tokens=4, dim=4)
-    _, (fit,) = analyse(rows, DominanceSpec())
+    _, (fit,) = dominance_edges(rows, DominanceSpec())
     assert fit.slope == pytest.approx(-1.0, abs=0.03)
     assert not fit.slope_low <= -0.5 <= fit.slope_high
     assert fit.paper_inside == "none"

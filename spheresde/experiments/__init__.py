@@ -13,6 +13,7 @@ through :mod:`spheresde`; the simulations themselves start only when a sweep run
 from __future__ import annotations
 
 from ._dominance import DominanceRow, DominanceSpec, run_dominance
+from ._edges import EdgeRow, FitRow, dominance_edges
 from ._field import FieldSpec, run_field
 from ._hybrid import HybridRow, HybridSpec, run_hybrid
 from ._phase import PhaseRow, PhaseSpec, run_phase
@@ -43,8 +44,10 @@ __all__ = [
     "BadParameters",
     "DominanceRow",
     "DominanceSpec",
+    "EdgeRow",
     "ExperimentSpec",
     "FieldSpec",
+    "FitRow",
     "HybridRow",
     "HybridSpec",
     "ParameterMismatch",
@@ -62,6 +65,7 @@ __all__ = [
     "atomic_write_text",
     "between",
     "chunk_seed",
+    "dominance_edges",
     "format_value",
     "greater_than",
     "param",

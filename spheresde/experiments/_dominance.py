@@ -66,18 +66,18 @@ class DominanceSpec(ExperimentSpec):
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
     rules: ClassVar[tuple] = (_cap_above_horizon,)
 
-    tokens: tuple[int, ...] = param((2, 3, 8), "numbers of tokens n (2: exact edge)",
+    tokens: tuple[int, ...] = param((2, 8), "numbers of tokens n (2: exact edge)",
                                     check=at_least(2))
     dims: tuple[int, ...] = param((3,), "token dimensions d", check=at_least(2))
     betas: tuple[float, ...] = param((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), **BETAS)
-    eps: tuple[float, ...] = param((0.1, 0.2, 0.4, 0.8, 1.4, 2.0),
+    eps: tuple[float, ...] = param((0.1, 0.25, 0.6, 1.5),
                                    "noise levels eps: a list or start:stop:num",
                                    check=greater_than(0.0))
     mu: float = param(1.0, "deterministic part of V = (mu/sqrt L) Id + eps G",
                       check=at_least(0.0))
     trajectories: int = param(64, **SAMPLES)
     layers: int = param(10, **LAYERS)
-    horizon: float = param(20.0, **HORIZON)
+    horizon: float = param(10.0, **HORIZON)
     horizon_scale: float = param(2.0, **HORIZON_SCALE)
     max_horizon: float = param(100.0, **MAX_HORIZON)
     tol: float = param(DEFAULT_TOL, **TOL)
@@ -162,7 +162,7 @@ def run_dominance(spec: DominanceSpec, out: str | os.PathLike, *, quiet: bool = 
     """Sweep ``tokens x dims x betas x eps`` into ``out/NAME.csv``, the edges and their fits
     into ``out/NAME_edges.csv`` and ``out/NAME_fits.csv``, and draw ``NAME.png``
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
-    from ._edges import analyse, write_rows
+    from ._edges import dominance_edges, write_rows
 
     points = spec.points()
     steps = round(np.mean([spec.point_horizon(p["eps"]) * spec.layers for p in points]))
@@ -171,7 +171,7 @@ def run_dominance(spec: DominanceSpec, out: str | os.PathLike, *, quiet: bool = 
                        options=run_options(options, quiet=quiet, overwrite=overwrite))
     if isinstance(result, list):
         return result
-    edges, fits = analyse(result.rows, spec)
+    edges, fits = dominance_edges(result.rows, spec)
     write_rows(Path(out) / f"{name}_edges.csv", edges, atomic_write_text)
     write_rows(Path(out) / f"{name}_fits.csv", fits, atomic_write_text)
     return result
@@ -180,10 +180,10 @@ def run_dominance(spec: DominanceSpec, out: str | os.PathLike, *, quiet: bool = 
 def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) -> Path:
     """One panel per d: the edge eps*(beta) of every n with its bootstrap band, the paper's
     curve and the linear thresholds."""
-    from ._edges import analyse, linear_thresholds
+    from ._edges import dominance_edges, linear_thresholds
     from ._plotting import colors, save, subplots
 
-    edges, _ = analyse(rows, spec)
+    edges, _ = dominance_edges(rows, spec)
     dims = sorted({r.dim for r in rows})
     tokens = sorted({r.tokens for r in rows})
     betas = np.array(sorted({r.beta for r in rows}))

@@ -12,8 +12,8 @@ A point whose counts are all in one outcome is redrawn identically, so the band 
 as wide as the two bracketing points allow: a coarse grid is a floor on the uncertainty
 that the bootstrap does not see.
 
-:func:`analyse` makes the edge table (one :class:`EdgeRow` per ``(n, d, beta)``) and the
-fit table (one :class:`FitRow` per ``(n, d)``): the mean and largest log-distance
+:func:`dominance_edges` makes the edge table (one :class:`EdgeRow` per ``(n, d, beta)``)
+and the fit table (one :class:`FitRow` per ``(n, d)``): the mean and largest log-distance
 :math:`|\log(\varepsilon^*/\varepsilon_{\rm ref})|` to the paper's curve
 :math:`\sqrt{2e^{-\beta}}`, to the two-token linear threshold and to the linear thresholds
 of the balanced and of the most unbalanced formation (:func:`spheresde.formation_threshold`),
@@ -199,7 +199,7 @@ def _spans(values: list[float]) -> str:
     return " ".join(f"{v:g}" for v in values) if values else "none"
 
 
-def analyse(rows: list[Any], spec: Any) -> tuple[list[EdgeRow], list[FitRow]]:
+def dominance_edges(rows: list[Any], spec: Any) -> tuple[list[EdgeRow], list[FitRow]]:
     """Edge and fit tables of a dominance sweep's rows (two tokens: the exact
     infinite-horizon probability; more tokens: the Monte Carlo counts, bootstrapped with
     a generator seeded from ``spec.seed``, n and d)."""
@@ -230,8 +230,10 @@ def analyse(rows: list[Any], spec: Any) -> tuple[list[EdgeRow], list[FitRow]]:
                 boot = (np.full(BOOTSTRAP_REPLICATES, star) if n == 2 else
                         bootstrap_edges(eps, counts, rng=rng))
                 found = float(np.mean(np.isfinite(boot)))
-                low, high = (np.nanpercentile(boot, [half, 100 - half]) if found > 0
-                             else (np.nan, np.nan))
+                # an interval only around an edge the data have (found says how often
+                # the redraws find one anyway)
+                low, high = (np.nanpercentile(boot, [half, 100 - half])
+                             if found > 0 and np.isfinite(star) else (np.nan, np.nan))
                 at = np.searchsorted(eps, star) if np.isfinite(star) else None
                 stars.append(star)
                 replicas.append(boot)
@@ -281,4 +283,5 @@ def write_rows(path: Path, rows: list[Any], write: Callable[[Path, str], None]) 
     return path
 
 
-__all__ = ["EdgeRow", "FitRow", "analyse", "bootstrap_edges", "edge", "linear_thresholds"]
+__all__ = ["EdgeRow", "FitRow", "bootstrap_edges", "dominance_edges", "edge",
+           "linear_thresholds"]

@@ -314,11 +314,11 @@ def _log_gap(value: float) -> str:
 
 def _dominance_section(results: dict) -> tuple[str, list]:
     """Figure 4 over n and d: the edges, their fits, and what they say (from the numbers)."""
-    from ._edges import LEVEL, analyse
+    from ._edges import LEVEL, dominance_edges
 
     result = results["dominance"]
     spec, rows = result.spec, result.rows
-    edges, fits = analyse(rows, spec)
+    edges, fits = dominance_edges(rows, spec)
     wall = _sweep_meta(result).get("wall_time_s", 0.0)
     text = [
         "### Figure 4 over n and d: where the antipodal outcome dominates",

@@ -330,8 +330,8 @@ def _dominance_section(results: dict) -> tuple[str, list]:
         f"({len(rows)} cells, {wall / 60:.1f} min of wall time in all runs). The horizon grows "
         "like 1/eps^2, the relaxation time of the noise. The edge eps*(beta) is where "
         "P(antipodal) = P(single), interpolated in log eps between grid points, with a "
-        f"{LEVEL:.0%} interval from {len(spec.eps)}-point multinomial redraws of the counts "
-        "(1000 replicates, seeded); for n = 2 the exact infinite-horizon P(antipodal) of the "
+        f"{LEVEL:.0%} interval from multinomial redraws of every cell's counts (1000 "
+        "replicates, seeded); for n = 2 the exact infinite-horizon P(antipodal) of the "
         "limit (scale function) gives it without Monte Carlo.",
         "",
     ]
@@ -361,7 +361,9 @@ def _dominance_section(results: dict) -> tuple[str, list]:
             "value, where that solver overflows at small eps). Largest exact "
             f"P(antipodal) on the grid: "
             + ", ".join(f"d = {d}: {top:.3f}" for d, top in _largest_exact(rows).items())
-            + ".",
+            + (": below 1/2, so two uniform tokens have no edge, the single cluster is the "
+               "more probable end everywhere on the grid."
+               if max(_largest_exact(rows).values()) < 0.5 else "."),
             "",
         ]
         status.append(("Figure 4, two tokens (network vs exact, finite T)",
@@ -400,8 +402,8 @@ def _dominance_section(results: dict) -> tuple[str, list]:
         f"{LEVEL:.0%} interval for: "
         + ("; ".join(f"n = {f.tokens}, d = {f.dim} at beta = {f.paper_inside}"
                      for f in matches) or "no (n, d) at any beta")
-        + f". Slopes compatible with the paper's -1/2: {cases(flat)}; with -1: "
-        f"{cases(steep)}. Betas without an edge: antipodal never dominates on the grid in "
+        + f". Slopes whose interval holds the paper's -1/2: {cases(flat)}; -1: "
+        f"{cases(steep)}. Without an edge: antipodal never dominates on the grid in "
         f"{sum(e.status == 'never' for e in edges)} of {len(edges)} (n, d, beta) columns, "
         f"dominates already at the smallest eps in {sum(e.status == 'always' for e in edges)}"
         + (f"; {len(several)} columns cross more than once or downwards "

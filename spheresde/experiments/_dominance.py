@@ -209,11 +209,16 @@ def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) ->
             ax.plot(b, star, "o-", color=palette[n], ms=4, lw=1.5, label=label)
             if n != 2:
                 ax.fill_between(b, lo, hi, color=palette[n], alpha=0.2, lw=0)
-            never = np.array([e.beta for e in mine if e.status == "never"])
-            ax.plot(never, np.full(never.shape, eps[-1] * 1.15), "v", color=palette[n], ms=5)
+            # outside the grid: never antipodal-dominant (top), already at the smallest eps
+            # (bottom)
+            for status, y, marker in (("never", eps[-1] * 1.15, "v"),
+                                      ("always", eps[0] / 1.15, "^")):
+                at = np.array([e.beta for e in mine if e.status == status])
+                ax.plot(at, np.full(at.shape, y), marker, color=palette[n], ms=5, ls="none")
         ax.set_yscale("log")
         ax.set_ylim(eps[0] / 1.3, eps[-1] * 1.3)
         ax.axhspan(eps[-1], eps[-1] * 1.3, color="0.92", zorder=0)
+        ax.axhspan(eps[0] / 1.3, eps[0], color="0.92", zorder=0)
         ax.set_xlabel(r"inverse temperature $\beta$")
         ax.set_title(f"d = {d}", fontsize=10)
     axes[0].set_ylabel(r"edge $\varepsilon^*$: $P(\mathrm{antipodal}) = P(\mathrm{single})$")
@@ -222,13 +227,15 @@ def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) ->
 
     handles += [Line2D([], [], color="0.4", ls=":"),
                 Line2D([], [], color="0.4", ls="none", marker="v")]
+    handles.append(Line2D([], [], color="0.4", ls="none", marker="^"))
     labels += ["linear, one token against n-1 (colour of n)",
-               "antipodal never dominates on the grid"]
+               "antipodal never dominates on the grid",
+               "antipodal dominates at the smallest eps"]
     axes[-1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(
         f"Hybrid network (mu={spec.mu:g}, L={spec.layers}): edge where the antipodal outcome "
-        f"overtakes the single cluster; {spec.trajectories} trajectories per cell, "
-        f"{horizon_label(spec)}; bands: 95% bootstrap", fontsize=9)
+        f"overtakes the single cluster\n{spec.trajectories} trajectories per cell, "
+        f"{horizon_label(spec)}; bands: 95% bootstrap", fontsize=9, y=1.03)
     return save(fig, path)
 
 

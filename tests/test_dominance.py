@@ -206,3 +206,22 @@ def test_a_tiny_dominance_sweep_end_to_end(tmp_path):
     meta = json.loads((tmp_path / "dominance.json").read_text())
     assert meta["runs"][-1]["points_computed"] == 0
     assert (tmp_path / "dominance.csv").read_text() == before
+
+
+def test_a_hybrid_point_simulates_and_echoes_its_own_horizon(monkeypatch):
+    from spheresde.experiments import _hybrid, _simulate
+
+    seen = {}
+
+    def fake_counts(method, key, **sizes):
+        seen.update(sizes)
+        return {"outcomes": [5, 3, 2], "minority": [0, 3], "steps": 0}
+
+    monkeypatch.setattr(_simulate, "simulate_counts", fake_counts)
+    spec = HybridSpec(horizon=10.0, horizon_scale=2.0, max_horizon=500.0, layers=10)
+    point = {"beta": 3.0, "eps": 0.1}
+    counts = _hybrid._chunk(spec, point, 0, 10)
+    assert seen["horizon"] == 200.0
+    row = _hybrid._finish(spec, point, [counts])
+    assert row.horizon == 200.0
+    assert (row.p_single, row.p_antipodal, row.p_undecided) == (0.5, 0.3, 0.2)

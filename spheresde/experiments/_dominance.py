@@ -197,7 +197,7 @@ def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) ->
         ax.plot(fine, curves["paper"], "k--", lw=1.6, label=r"paper $\sqrt{2e^{-\beta}}$")
         ax.plot(fine, curves["two_token"], "k-", lw=1.4,
                 label="linear, two tokens (= balanced formation)")
-        for n in tokens:
+        for i, n in enumerate(tokens):
             if n > 3:
                 ax.plot(fine, curves[f"unbalanced_{n}"], ls=":", lw=1.2, color=palette[n])
             mine = [e for e in edges if e.dim == d and e.tokens == n]
@@ -210,9 +210,10 @@ def plot_dominance(rows: list[DominanceRow], spec: DominanceSpec, path: Path) ->
             if n != 2:
                 ax.fill_between(b, lo, hi, color=palette[n], alpha=0.2, lw=0)
             # outside the grid: never antipodal-dominant (top), already at the smallest eps
-            # (bottom)
-            for status, y, marker in (("never", eps[-1] * 1.15, "v"),
-                                      ("always", eps[0] / 1.15, "^")):
+            # (bottom); staggered by n so that the markers of several n stay visible
+            stagger = 1.04 ** (i - (len(tokens) - 1) / 2)
+            for status, y, marker in (("never", eps[-1] * 1.14 * stagger, "v"),
+                                      ("always", eps[0] / 1.14 * stagger, "^")):
                 at = np.array([e.beta for e in mine if e.status == status])
                 ax.plot(at, np.full(at.shape, y), marker, color=palette[n], ms=5, ls="none")
         ax.set_yscale("log")

@@ -4,6 +4,7 @@ Subcommands
 -----------
 ``phase``      Figure 3: probability that two tokens end antipodal, against beta, per dimension d.
 ``hybrid``     Figure 4: dominant outcome of the hybrid dynamics in the (beta, eps) plane.
+``dominance``  Figure 4 over n and d: the edge eps*(beta) where antipodal overtakes single.
 ``tokens``     antipodal formations of n > 2 tokens, and the sizes of the two clusters.
 ``train``      Figure 2: train a classifier made of the paper's layer, V constant / random /
                identity at initialization (digits, or CIFAR-10 from a local folder).

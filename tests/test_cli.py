@@ -38,7 +38,7 @@ def test_console_script_is_installed():
     script = os.path.join(os.path.dirname(sys.executable), "spheresde")
     proc = subprocess.run([script, "--help"], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0
-    for command in ("phase", "hybrid", "tokens", "field", "reproduce"):
+    for command in ("phase", "hybrid", "dominance", "tokens", "field", "reproduce"):
         assert command in proc.stdout
 
 
@@ -50,6 +50,10 @@ BAD_INPUTS = [
     (("hybrid", "--eps", "0.5:0.1:3"), "--eps"),
     (("tokens", "--tokens", "1,3"), "--tokens"),
     (("hybrid", "--tokens", "3", "--method", "exact"), "two tokens"),
+    (("hybrid", "--horizon-scale", "-1"), "--horizon-scale"),
+    (("dominance", "--tokens", "1,3"), "--tokens"),
+    (("dominance", "--dims", "3,3"), "repeats"),
+    (("dominance", "--horizon", "20", "--max-horizon", "10"), "--max-horizon"),
 ]
 
 
@@ -225,12 +229,13 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
 @pytest.mark.slow
 def test_reproduce_writes_every_figure_and_the_report(tmp_path):
     proc = spheresde("reproduce", "--scale", "smoke", "--out", tmp_path)
-    for name in ("field", "phase", "phase_discrete", "hybrid", "hybrid_two_tokens", "tokens",
-                 "tokens_constant", "train"):
+    for name in ("field", "phase", "phase_discrete", "hybrid", "hybrid_two_tokens", "dominance",
+                 "tokens", "tokens_constant", "train"):
         assert (tmp_path / f"{name}.png").stat().st_size > 0
     report = (tmp_path / "REPORT.md").read_text()
     for heading in ("Theorem 1", "Figure 1", "Figure 2", "Theorem 2 and Figure 3",
-                    "Proposition 1 and Figure 4", "more than two tokens", "Figure 5"):
+                    "Proposition 1 and Figure 4", "Figure 4 over n and d", "more than two tokens",
+                    "Figure 5"):
         assert heading in report
     assert "out of scope" in report
     assert "wrote" in proc.stdout

@@ -1,17 +1,19 @@
 """The paper's experiments as typed specs, resumable sweeps, figures and a report.
 
 Each experiment is a frozen spec (:class:`PhaseSpec`, :class:`HybridSpec`,
-:class:`TokensSpec`, :class:`TrainSpec`, :class:`FieldSpec`, :class:`ReproduceSpec`) and
-one function that runs it into an output directory (:func:`run_phase`, ...; :func:`run`
-dispatches). The ``spheresde`` command line is derived from the specs. Every sweep can be
-re-run to resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
-:class:`TokensRow`, :class:`TrainRow`). Importing this package imports the simulators'
-dependencies (JAX) through :mod:`spheresde`; the simulations themselves start only when a
-sweep runs.
+:class:`DominanceSpec`, :class:`TokensSpec`, :class:`TrainSpec`, :class:`FieldSpec`,
+:class:`ReproduceSpec`) and one function that runs it into an output directory
+(:func:`run_phase`, ...; :func:`run` dispatches). The ``spheresde`` command line is derived
+from the specs. Every sweep can be re-run to resume; its rows come back typed
+(:class:`PhaseRow`, :class:`HybridRow`, :class:`DominanceRow`, :class:`TokensRow`,
+:class:`TrainRow`). Importing this package imports the simulators' dependencies (JAX)
+through :mod:`spheresde`; the simulations themselves start only when a sweep runs.
 """
 
 from __future__ import annotations
 
+from ._dominance import DominanceRow, DominanceSpec, run_dominance
+from ._edges import EdgeRow, FitRow, dominance_edges
 from ._field import FieldSpec, run_field
 from ._hybrid import HybridRow, HybridSpec, run_hybrid
 from ._phase import PhaseRow, PhaseSpec, run_phase
@@ -40,8 +42,12 @@ __all__ = [
     "SMOKE",
     "SPECS",
     "BadParameters",
+    "DominanceRow",
+    "DominanceSpec",
+    "EdgeRow",
     "ExperimentSpec",
     "FieldSpec",
+    "FitRow",
     "HybridRow",
     "HybridSpec",
     "ParameterMismatch",
@@ -59,12 +65,14 @@ __all__ = [
     "atomic_write_text",
     "between",
     "chunk_seed",
+    "dominance_edges",
     "format_value",
     "greater_than",
     "param",
     "point_seed",
     "reproduce",
     "run",
+    "run_dominance",
     "run_field",
     "run_hybrid",
     "run_phase",

@@ -26,6 +26,32 @@ from ._spec import (
 )
 from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
 
+HORIZON_SCALE = {
+    "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
+            "grows like 1/eps^2 (0: the fixed horizon T)",
+    "check": at_least(0.0)}
+MAX_HORIZON = {"help": "cap on c / eps^2 in T(eps) (0: no cap; never below T)",
+               "check": at_least(0.0)}
+
+
+def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers: int) -> float:
+    """The depth-time horizon of a point at noise ``eps``: ``max(T, min(c / eps^2, cap))``
+    (``cap`` 0: none), rounded to whole layers (``round(T L) / L``, what is simulated).
+
+    With ``scale`` 0 it is the fixed ``horizon`` (rounded as the simulators round it).
+    """
+    wanted = scale / eps**2 if scale > 0 else 0.0
+    if cap > 0:
+        wanted = min(wanted, cap)
+    return round(max(horizon, wanted) * layers) / layers
+
+
+def _cap_above_horizon(spec) -> str | None:
+    if 0 < spec.max_horizon < spec.horizon:
+        return (f"--max-horizon {spec.max_horizon:g} is below --horizon {spec.horizon:g}; "
+                "raise it or pass 0 (no cap)")
+    return None
+
 
 def _two_tokens_only(spec: HybridSpec) -> str | None:
     if spec.method in ("exact", "reduced") and spec.tokens != 2:
@@ -43,8 +69,9 @@ class HybridSpec(ExperimentSpec):
 
     command: ClassVar[str] = "hybrid"
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only,)
-    unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
+    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon)
+    unused: ClassVar[dict[str, tuple[str, ...]]] = {
+        "exact": (*SAMPLING, "horizon_scale", "max_horizon")}
 
     betas: tuple[float, ...] = param((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), **BETAS)
     eps: tuple[float, ...] = param((0.25, 0.5, 1.0, 1.5, 2.0),
@@ -57,6 +84,8 @@ class HybridSpec(ExperimentSpec):
     trajectories: int = param(400, **SAMPLES)
     layers: int = param(10, **LAYERS)
     horizon: float = param(50.0, **HORIZON)
+    horizon_scale: float = param(0.0, **HORIZON_SCALE)
+    max_horizon: float = param(0.0, **MAX_HORIZON)
     tol: float = param(DEFAULT_TOL, **TOL)
     absorb: float = param(1e-6, **ABSORB)
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
@@ -65,6 +94,11 @@ class HybridSpec(ExperimentSpec):
     def points(self) -> list[dict[str, Any]]:
         """The grid, beta-major: ``{"beta": beta, "eps": eps}``."""
         return [{"beta": b, "eps": e} for b in self.betas for e in self.eps]
+
+    def point_horizon(self, eps: float) -> float:
+        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
+        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
+                              self.layers)
 
 
 @dataclass(frozen=True)
@@ -80,6 +114,7 @@ class HybridRow:
     stderr: float  # binomial standard error of p_antipodal
     p_exact: float  # exact two-token P(antipodal), nan for more tokens
     trajectories: int
+    horizon: float  # depth-time simulated at this eps (nan for the exact method)
 
 
 def _chunk(spec: HybridSpec, point: dict, k: int, size: int) -> dict:
@@ -93,7 +128,8 @@ def _chunk(spec: HybridSpec, point: dict, k: int, size: int) -> dict:
     return simulate_counts(
         spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=spec.tokens,
         beta=point["beta"], d=spec.dim, mu=spec.mu, eps=point["eps"], trajectories=size,
-        layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb)
+        layers=spec.layers, horizon=spec.point_horizon(point["eps"]), tol=spec.tol,
+        absorb=spec.absorb)
 
 
 def _finish(spec: HybridSpec, point: dict, counts: list[dict]) -> HybridRow:
@@ -110,6 +146,7 @@ def _finish(spec: HybridSpec, point: dict, counts: list[dict]) -> HybridRow:
         dominant=str(fractions.dominant()), stderr=float(fractions.antipodal_se),
         p_exact=float(exact.antipodal) if exact is not None else float("nan"),
         trajectories=fractions.count or 0,
+        horizon=float("nan") if spec.method == "exact" else spec.point_horizon(eps),
     )
 
 
@@ -120,7 +157,24 @@ def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
     return run_sweep(spec, out, HybridRow, _chunk, _finish, plot_hybrid, name=name,
                      desc=f"{name} ({spec.method}, n={spec.tokens})",
+                     steps=mean_steps(spec, spec.points()),
                      options=run_options(options, quiet=quiet, overwrite=overwrite))
+
+
+def mean_steps(spec, points: list[dict]) -> int:
+    """Layers per trajectory, averaged over ``points`` (their horizons depend on eps), for
+    the ``--dry-run`` plan; 0 for the exact method."""
+    if spec.method == "exact":
+        return 0
+    return round(np.mean([spec.point_horizon(p["eps"]) * spec.layers for p in points]))
+
+
+def horizon_label(spec) -> str:
+    """``T = 50``, or the rule ``T = max(50, 4/eps^2) <= 800`` when the horizon scales."""
+    if spec.horizon_scale == 0:
+        return f"T = {spec.horizon:g}"
+    cap = f" <= {spec.max_horizon:g}" if spec.max_horizon > 0 else ""
+    return f"T = max({spec.horizon:g}, {spec.horizon_scale:g}/eps^2){cap}"
 
 
 def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
@@ -209,7 +263,7 @@ def plot_hybrid(rows: list[HybridRow], spec: HybridSpec, path: Path) -> Path:
     ax.set_title(
         f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}: {spec.method}"
         + ("" if spec.method == "exact" else
-           f", {spec.trajectories} trajectories, L={spec.layers}, T={spec.horizon:g}")
+           f", {spec.trajectories} trajectories, L={spec.layers}, {horizon_label(spec)}")
         + "\nshade: fraction of the dominant outcome (white = no majority)", fontsize=9)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save(fig, path)

@@ -47,7 +47,8 @@ def _calibrate(spec: Any, point: dict, chunk: Any, steps: int,
     """(compile seconds, trajectory-steps per second) of a chunk of ``size`` at ``point``
     with a short horizon."""
     short_steps = min(steps, CALIBRATION_STEPS)
-    short = dataclasses.replace(spec, horizon=short_steps / spec.layers)
+    fixed = {"horizon_scale": 0.0} if hasattr(spec, "horizon_scale") else {}  # T(eps) = T
+    short = dataclasses.replace(spec, horizon=short_steps / spec.layers, **fixed)
     start = time.perf_counter()
     chunk(short, point, 0, size)
     first = time.perf_counter() - start
@@ -75,7 +76,8 @@ def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict
                  f"({len(done)} stored)")
     lines.append(f"  chunks: {chunks_left} to compute, {len(sizes)} per point of "
                  f"{sizes[0]} trajectories (--chunk-size {options.chunk_size})")
-    lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps)")
+    lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps"
+                 f"{' on average' if getattr(spec, 'horizon_scale', 0) else ''})")
     if work == 0 or not left_points:
         lines.append("  estimated wall time: nothing to simulate")
         return lines

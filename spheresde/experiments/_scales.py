@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ._dominance import DominanceSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
 from ._spec import ExperimentSpec
@@ -34,6 +35,7 @@ QUICK = _with_constant_weights({
     "hybrid": HybridSpec(),
     "hybrid_two_tokens": HybridSpec(betas=(0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0), tokens=2,
                                     trajectories=1000, layers=20, method="reduced"),
+    "dominance": DominanceSpec(),
     "tokens": TokensSpec(),
     "train": TrainSpec(),
 })
@@ -49,6 +51,12 @@ PAPER = _with_constant_weights({
                                     eps=tuple(0.25 * k for k in range(1, 11)), tokens=2,
                                     trajectories=40_000, layers=100, horizon=500.0,
                                     method="reduced"),
+    # the sweep of docs/theory/hybrid.rst: 45 min on one CPU core
+    "dominance": DominanceSpec(
+        tokens=(2, 3, 4, 8, 16), dims=(2, 3, 4),
+        betas=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0),
+        eps=(0.05, 0.0699, 0.0978, 0.137, 0.191, 0.267, 0.374, 0.523, 0.731, 1.02, 1.43, 2.0),
+        trajectories=240, layers=10, horizon=20.0, horizon_scale=8.0, max_horizon=1000.0),
     "tokens": TokensSpec(tokens=(3, 4, 6, 8), betas=tuple(0.5 * k for k in range(1, 11)),
                          trajectories=4000, layers=100, horizon=500.0),
     # digits unless `reproduce --data-dir` gives CIFAR-10 (then 4 x 4 patches: 64 tokens)
@@ -65,6 +73,9 @@ SMOKE = _with_constant_weights({
     "hybrid_two_tokens": HybridSpec(betas=(1.0, 4.0), eps=(0.5, 1.5), tokens=2,
                                     trajectories=200, layers=10, horizon=10.0,
                                     method="reduced"),
+    "dominance": DominanceSpec(tokens=(2, 3), betas=(1.0, 4.0), eps=(0.5, 1.0, 2.0),
+                               trajectories=20, layers=5, horizon=4.0, horizon_scale=1.0,
+                               max_horizon=8.0),
     "tokens": TokensSpec(tokens=(3, 4), betas=(1.0, 3.0), trajectories=50, layers=5,
                          horizon=5.0),
     "train": TrainSpec(weights=("constant", "random"), seeds=2, epochs=2, layers=4, dim=8),

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ._dominance import DominanceSpec, run_dominance
 from ._field import FieldSpec, run_field
 from ._hybrid import HybridSpec, run_hybrid
 from ._phase import PhaseSpec, run_phase
@@ -20,13 +21,14 @@ from ._tokens import TokensSpec, run_tokens
 from ._train import TrainSpec, run_train
 
 SPECS: dict[str, type[ExperimentSpec]] = {
-    spec.command: spec for spec in (PhaseSpec, HybridSpec, TokensSpec, TrainSpec, FieldSpec,
-                                 ReproduceSpec)
+    spec.command: spec for spec in (PhaseSpec, HybridSpec, DominanceSpec, TokensSpec, TrainSpec,
+                                 FieldSpec, ReproduceSpec)
 }
 """Sub-command name -> spec class, in the order ``spheresde --help`` lists them."""
 
 RUNNERS: dict[str, Callable[..., Any]] = {
-    "phase": run_phase, "hybrid": run_hybrid, "tokens": run_tokens, "train": run_train,
+    "phase": run_phase, "hybrid": run_hybrid, "dominance": run_dominance, "tokens": run_tokens,
+    "train": run_train,
 }
 """The resumable sweeps: sub-command name -> ``run(spec, out, *, name, options)``."""
 

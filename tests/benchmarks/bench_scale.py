@@ -1,16 +1,19 @@
 """The paper's sizes: absorption speed-up, Dask overhead, paper-scale Figure 3 (run explicitly).
 
-    .venv/bin/python tests/benchmarks/bench_scale.py [--only absorption,network,reduced,dask]
+    .venv/bin/python tests/benchmarks/bench_scale.py [--only absorption,network,layers,reduced,dask]
 
 ``absorption``  wall time with and without certified early absorption (same seed, same
                 trajectories) of the reduced SDE (4,000 trajectories, dt = 0.01, T = 500)
-                and of the discrete network (1,000 trajectories, L = 100, T = 100), near
+                and of the discrete network (1,000 trajectories, L = 100, T = 500), near
                 beta_c(d) and far from it; the ratio is the speed-up.
 ``network``     the paper-scale Figure 3 through the discrete network (d = 4..10,
                 15 betas in [0.2, 3], 40,000 trajectories, L = 100, T = 500), measured
                 on a subset (d = 4, 7, 10 x 3 betas, one chunk of 10,000 trajectories
                 at the full horizon, with absorption, compiled beforehand) and
                 extrapolated. The full run is the command in docs/theory/scaling.rst.
+``layers``      accuracy, not speed: the network's P(antipodal) at d = 9, beta = 2 (40,000
+                trajectories, T = 500, absorption on) for L = 25, 50, 100, 200 against
+                the exact limit: the gap is the network's own O(1/L) distance to it.
 ``reduced``     the same Figure 3 through the reduced SDE, run in full (one chunk of
                 40,000 trajectories per point), with its wall time.
 ``dask``        ``spheresde reproduce --scale quick`` serial vs ``--workers 2`` (two
@@ -74,7 +77,7 @@ def absorption():
     for d in (4, 10):
         for beta in near_and_far(d)[::2]:
             compare("network", absorbing_network, 1000, beta=beta, d=d, weights=PureNoise(),
-                    layers=100, horizon=100.0)
+                    layers=100, horizon=500.0)
 
 
 def network():
@@ -103,6 +106,20 @@ def network():
     z_lo, z_hi = absorption_levels(3.0, 10.0, 1.0, 0.0, TOL, BOUND)
     print(f"  absorption bound {BOUND:g} (e.g. d=10 beta=3: 1 - rho_+ = "
           f"{1 - np.tanh(z_hi):.2e}, 1 + rho_- = {1 + np.tanh(z_lo):.2e})")
+
+
+def layers():
+    print("network vs its limit as L grows (d = 9, beta = 2, 40,000 trajectories, T = 500)")
+    d, beta, n = 9, 2.0, 40_000
+    p = float(two_token.antipodal_probability(beta, d))
+    se = np.sqrt(p * (1 - p) / n)
+    for L in (25, 50, 100, 200):
+        codes = np.concatenate([absorbing_network(
+            jax.random.key(100 + k), beta=beta, d=d, weights=PureNoise(), trajectories=n // 4,
+            layers=L, horizon=500.0, tol=TOL, bound=BOUND)[0] for k in range(4)])
+        gap = np.mean(codes == 1) - p
+        print(f"  L={L:3d}: P(antipodal) - exact {gap:+.5f} ({gap / se:+.1f} s.e.), "
+              f"L x gap {L * gap:+.2f}")
 
 
 def reduced():
@@ -145,9 +162,10 @@ def dask():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="absorption,network,reduced,dask")
+    parser.add_argument("--only", default="absorption,network,layers,reduced,dask")
     for name in parser.parse_args().only.split(","):
-        {"absorption": absorption, "network": network, "reduced": reduced, "dask": dask}[name]()
+        {"absorption": absorption, "network": network, "layers": layers, "reduced": reduced,
+         "dask": dask}[name]()
 
 
 if __name__ == "__main__":

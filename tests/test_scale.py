@@ -201,3 +201,18 @@ def test_workers_give_the_serial_csv_byte_for_byte_even_when_one_dies(tmp_path):
     assert (out / "phase.csv").read_bytes() == (tmp_path / "serial" / "phase.csv").read_bytes()
     runs = json.loads((out / "phase.json").read_text())["runs"]
     assert runs[0]["executor"] == "dask LocalCluster, 2 workers"
+
+
+def test_report_states_the_networks_mean_signed_z_against_its_limit():
+    # two points at p = 0.5 with 10,000 trajectories (se 0.005): offsets -0.01 and -0.02
+    # are z = -2 and -4, mean -3.00; a point with p = 0 (no error bar) is left out
+    from spheresde.experiments._phase import PhaseRow
+    from spheresde.experiments._report import _network_offset
+
+    def row(p_mc, p):
+        return PhaseRow(d=4, beta=1.0, p_antipodal=p_mc, p_single=1 - p_mc, p_undecided=0.0,
+                        stderr=0.005, p_exact=p, p_finite=p, beta_c=0.5, trajectories=10_000)
+
+    text = _network_offset([row(0.49, 0.5), row(0.48, 0.5), row(0.0, 0.0)], 100)
+    assert "over the 2 points" in text
+    assert "mean signed z is -3.00" in text

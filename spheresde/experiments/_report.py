@@ -67,6 +67,19 @@ def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
     return (max(z(r, r.p_finite) for r in rows), max(z(r, r.p_exact) for r in rows))
 
 
+def _network_offset(rows: list[PhaseRow], layers: int) -> str:
+    """A sentence on the mean signed z of the network against the limit's law: the
+    network is not its limit, and differs from it by O(1/L)."""
+    zs = [(r.p_antipodal - r.p_finite) / max(r.stderr, float(binomial_stderr(
+        r.p_finite, r.trajectories))) for r in rows if 0 < r.p_finite < 1]
+    if not zs:
+        return ""
+    return (f"The network with L = {layers} is not its limit: over the {len(zs)} points "
+            f"with 0 < p < 1 the mean signed z is {sum(zs) / len(zs):+.2f} (0 for an "
+            "unbiased estimate of the limit). Its distance to the limit is O(1/L) "
+            "(`tests/benchmarks/bench_scale.py --only layers`: the gap roughly halves each time L doubles).")
+
+
 def _pm(r: PhaseRow | TokensRow) -> str:
     if r.trajectories == 0:  # an exact value, no error bar
         return f"{r.p_antipodal:.3f}"
@@ -140,6 +153,8 @@ def _phase_section(results: dict) -> tuple[str, list]:
             "lines), which near beta_c(d) is not yet reached at this T.",
             "",
         ]
+        if method == "discrete":
+            text += [_network_offset(rows, spec.layers), ""]
         status.append(("Figure 3 (MC vs exact)", f"{ok}/{total} points agree"))
     text += [
         _table(["d", "beta_c(d)"] + [f"P(antipodal), beta={b:g}" for b in shown], body),

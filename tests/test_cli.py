@@ -117,11 +117,9 @@ def test_csv_columns_and_metadata(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_then_resume_gives_the_uninterrupted_csv(tmp_path):
-    # 12 points of ~0.2-0.5 s each after one compilation: time to interrupt mid-sweep (with
-    # 2,000 trajectories a point took ~20 ms on an idle machine, and the whole sweep could
-    # end between two polls)
+    # 12 points of ~0.1-0.3 s each after one compilation: time to interrupt mid-sweep
     sweep = ("tokens", "--tokens", "3", "--betas", "0.5:3:12", "--dim", "3",
-             "--trajectories", "20000", "--layers", "10", "--horizon", "10", "--quiet")
+             "--trajectories", "2000", "--layers", "10", "--horizon", "10", "--quiet")
     spheresde(*sweep, "--out", tmp_path / "whole")
 
     cut = tmp_path / "cut"

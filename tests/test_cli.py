@@ -123,12 +123,17 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_csv(tmp_path):
     spheresde(*sweep, "--out", tmp_path / "whole")
 
     cut = tmp_path / "cut"
-    # SIGINT back to its default in the child: a test run started in the background by a
-    # shell without job control inherits SIGINT ignored, and Python then never raises
-    # KeyboardInterrupt (the sweep would just finish, rc 0)
-    proc = subprocess.Popen([*CLI, *sweep, "--out", str(cut)], env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # A test run started in the background by a shell without job control inherits SIGINT
+    # ignored, and an ignored SIGINT stays ignored across exec: the child would never raise
+    # KeyboardInterrupt (the sweep would just finish, rc 0). A handler, unlike SIG_IGN,
+    # becomes SIG_DFL in the child, so install Python's own while starting it. (Not a
+    # preexec_fn: that forces a fork of this multithreaded, JAX-importing process.)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([*CLI, *sweep, "--out", str(cut)], env=ENV, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         if (cut / "tokens.csv").exists() and len(rows(cut / "tokens.csv")) >= 2:

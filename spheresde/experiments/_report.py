@@ -32,18 +32,20 @@ def reference(row: PhaseRow | HybridRow) -> tuple[float, float]:
     return row.p_exact, row.p_undecided
 
 
-def agreement_band(row: PhaseRow | HybridRow) -> float:
-    """Allowed ``|p_antipodal - reference|`` (:func:`reference`): 4 standard errors plus the
-    slack.
-
-    The standard error is the larger of the estimate's and the reference's
+def standard_error(row: PhaseRow | HybridRow, p: float) -> float:
+    """The larger of the estimate's standard error and the reference ``p``'s
     ``sqrt(p (1-p) / N)``, so that a point with no antipodal sample (estimated error 0) is
-    still judged fairly; 4 of them keep a false alarm rare over a whole grid (two-sided
-    6e-5 per point).
+    still judged fairly."""
+    return max(row.stderr, float(binomial_stderr(p, row.trajectories)))
+
+
+def agreement_band(row: PhaseRow | HybridRow) -> float:
+    """Allowed ``|p_antipodal - reference|`` (:func:`reference`): 4 standard errors
+    (:func:`standard_error`) plus the slack; 4 of them keep a false alarm rare over a
+    whole grid (two-sided 6e-5 per point).
     """
     p, slack = reference(row)
-    se = max(row.stderr, float(binomial_stderr(p, row.trajectories)))
-    return 4 * se + slack
+    return 4 * standard_error(row, p) + slack
 
 
 def mc_agreement(rows: list[PhaseRow] | list[HybridRow]) -> tuple[int, int, float]:
@@ -58,9 +60,9 @@ def mc_agreement(rows: list[PhaseRow] | list[HybridRow]) -> tuple[int, int, floa
 
 def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
     """Largest ``|p_antipodal - p| / se`` over Monte Carlo rows, against the finite-horizon
-    law and against the t -> inf limit (se as in :func:`agreement_band`)."""
+    law and against the t -> inf limit (:func:`standard_error`)."""
     def z(r, p):
-        se = max(r.stderr, float(binomial_stderr(p, r.trajectories)))
+        se = standard_error(r, p)
         gap = abs(r.p_antipodal - p)
         return gap / se if se > 0 else (0.0 if gap == 0 else math.inf)
 
@@ -70,14 +72,15 @@ def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
 def _network_offset(rows: list[PhaseRow], layers: int) -> str:
     """A sentence on the mean signed z of the network against the limit's law: the
     network is not its limit, and differs from it by O(1/L)."""
-    zs = [(r.p_antipodal - r.p_finite) / max(r.stderr, float(binomial_stderr(
-        r.p_finite, r.trajectories))) for r in rows if 0 < r.p_finite < 1]
+    zs = [(r.p_antipodal - r.p_finite) / standard_error(r, r.p_finite)
+          for r in rows if 0 < r.p_finite < 1]
     if not zs:
         return ""
     return (f"The network with L = {layers} is not its limit: over the {len(zs)} points "
             f"with 0 < p < 1 the mean signed z is {sum(zs) / len(zs):+.2f} (0 for an "
             "unbiased estimate of the limit). Its distance to the limit is O(1/L) "
-            "(`tests/benchmarks/bench_scale.py --only layers`: the gap roughly halves each time L doubles).")
+            "(`tests/benchmarks/bench_scale.py --only layers`: the gap roughly halves each "
+            "time L doubles).")
 
 
 def _pm(r: PhaseRow | TokensRow) -> str:

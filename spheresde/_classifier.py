@@ -44,7 +44,7 @@ import optax
 from ._attention import attention
 from ._geometry import retract
 from ._outcomes import classify
-from ._typing import Array, Float, PRNGKeyArray
+from ._typing import Array, Bool, Float, PRNGKeyArray
 
 Init = Literal["constant", "random", "identity"]
 INITS: tuple[str, ...] = ("constant", "random", "identity")
@@ -63,12 +63,17 @@ def init_values(key: PRNGKeyArray, weights: Init, layers: int, d: int, sigma: fl
     if weights == "identity":
         return jnp.tile(jnp.eye(d, dtype=dtype), (layers, 1, 1))
     if weights == "random":
-        return sigma / np.sqrt(d) * jax.random.normal(key, (layers, d, d), dtype)
+        return (sigma / np.sqrt(d) * jax.random.normal(key, (layers, d, d), dtype)).astype(dtype)
     raise ValueError(f"weights={weights!r}: use one of {', '.join(INITS)}")
 
 
 class TransformerClassifier(eqx.Module):
     """Patch embedding, ``L`` layers of the paper's Transformer on the sphere, linear head.
+
+    The value matrices are always stored ``(L, d, d)``; with ``tied`` (the ``"constant"``
+    initialization) only the first is used, by every layer. All initializations of one
+    size therefore have the same pytree structure, so a jitted training epoch compiles
+    once for all of them and all seeds.
 
     Build it with :meth:`create`; call it on one image's patches ``(n, p)`` for the
     logits, or use :meth:`tokens` for the tokens after every layer.
@@ -76,7 +81,10 @@ class TransformerClassifier(eqx.Module):
 
     embed: eqx.nn.Linear
     position: Float[Array, "n d"]
-    values: Float[Array, "m d d"]
+    values: Float[Array, "L d d"]
+    # constant weights: every layer uses values[0]. An array, not a static flag, so that
+    # the three initializations share one pytree structure and one compiled epoch.
+    tied: Bool[Array, ""]
     queries: Float[Array, "L d d"]
     keys: Float[Array, "L d d"]
     head: eqx.nn.Linear
@@ -91,10 +99,11 @@ class TransformerClassifier(eqx.Module):
             raise ValueError(f"layers={layers}: the network needs at least one layer")
         k_embed, k_pos, k_values, k_head = jax.random.split(key, 4)
         eye = jnp.tile(jnp.eye(d, dtype=dtype), (layers, 1, 1))
+        values = init_values(k_values, weights, layers, d, sigma, dtype)
         return cls(
             embed=eqx.nn.Linear(patch_size, d, key=k_embed, dtype=dtype),
             position=jax.random.normal(k_pos, (patches, d), dtype) / np.sqrt(d),
-            values=init_values(k_values, weights, layers, d, sigma, dtype),
+            values=jnp.broadcast_to(values, eye.shape), tied=jnp.asarray(len(values) == 1),
             queries=eye, keys=eye,
             head=eqx.nn.Linear(d, classes, key=k_head, dtype=dtype),
             beta=float(beta),
@@ -108,7 +117,9 @@ class TransformerClassifier(eqx.Module):
     def tokens(self, patches: Float[Array, "n p"], *, every_layer: bool = False) -> Array:
         """Unit tokens after the last layer ``(n, d)``, or after each ``(L + 1, n, d)``."""
         x = retract(jax.vmap(self.embed)(patches) + self.position)
-        values = jnp.broadcast_to(self.values, self.queries.shape)  # tied: one V, L uses
+        # tied: the first matrix serves every layer and receives the sum of their gradients
+        values = jnp.where(self.tied, jnp.broadcast_to(self.values[:1], self.values.shape),
+                           self.values)
         step = 1.0 / np.sqrt(self.layers)
 
         def layer(x, vqk):

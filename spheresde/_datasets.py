@@ -2,6 +2,12 @@
 
 - ``"digits"``: scikit-learn's 8 x 8 handwritten digits (1797 images, shipped inside
   scikit-learn), split into training and validation sets by a seed.
+- ``"fashion-mnist"``: Fashion-MNIST (Zalando's 28 x 28 grey images of clothes, 60,000
+  training and 10,000 test images, 10 classes) from the four official IDX files in a
+  local folder, by default where Debian's package ``dataset-fashion-mnist`` installs them
+  (:data:`FASHION_MNIST_DIR`; ``apt-get install dataset-fashion-mnist`` is the whole
+  set-up); gzip-compressed (``*.gz``, as shipped) or plain; the official test set is the
+  validation set.
 - ``"cifar10"``: CIFAR-10 from the official "python version" batches in a local folder
   (``data_batch_1`` ... ``data_batch_5`` and ``test_batch``, each a pickled dict with
   ``b"data"``, ``uint8`` of shape ``(N, 3072)``, channel-major 32 x 32 images, and
@@ -13,6 +19,7 @@ the statistics of the training set, and :func:`patchify` cuts them into tokens.
 
 from __future__ import annotations
 
+import gzip
 import pickle
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +28,10 @@ import numpy as np
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 CIFAR10_FILES = (*(f"data_batch_{k}" for k in range(1, 6)), "test_batch")
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                       "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+DATASETS = ("digits", "fashion-mnist", "cifar10")
 
 
 class DatasetError(ValueError):
@@ -98,16 +109,106 @@ def load_cifar10(data_dir: str | Path) -> ImageData:
     return ImageData(x_train, y_train, x_val, y_val, 10)
 
 
-def load_dataset(name: str, *, seed: int, data_dir: str | Path | None = None) -> ImageData:
-    """``"digits"`` (split by ``seed``) or ``"cifar10"`` (read from ``data_dir``)."""
+def _fashion_expected(folder: Path) -> str:
+    return (f"expected the Fashion-MNIST IDX files {', '.join(FASHION_MNIST_FILES)} (gzip, "
+            f"or plain without .gz) in {folder}; on Debian or Ubuntu `apt-get install "
+            f"dataset-fashion-mnist` puts them in {FASHION_MNIST_DIR}, or pass --data-dir DIR")
+
+
+def read_idx(path: str | Path, ndim: int) -> np.ndarray:
+    """One IDX file of unsigned bytes (``*.gz`` or plain): ``ndim`` 1 for labels, 3 for images.
+
+    The format: a big-endian magic number ``0x0000 08 ndim`` (``08``: unsigned byte), then
+    ``ndim`` big-endian ``int32`` sizes, then the bytes. Raises :class:`DatasetError` on a
+    wrong magic number, a wrong number of dimensions or a file shorter or longer than its
+    sizes say.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError) as err:
+        raise DatasetError(f"{path} cannot be read ({type(err).__name__}: {err})") from None
+    magic = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else None
+    if magic != 0x0800 + ndim:
+        found = "a file shorter than 4 bytes" if magic is None else f"magic number {magic:#010x}"
+        raise DatasetError(f"{path} is not an IDX file of {ndim}-d unsigned bytes ({found}, "
+                           f"expected {0x0800 + ndim:#010x})")
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise DatasetError(f"{path} is truncated: its header needs {header} bytes, it has "
+                           f"{len(raw)}")
+    shape = tuple(int.from_bytes(raw[4 + 4 * k:8 + 4 * k], "big") for k in range(ndim))
+    size = int(np.prod(shape))
+    if len(raw) - header != size:
+        raise DatasetError(f"{path} has {len(raw) - header} data bytes, but its header says "
+                           f"{' x '.join(map(str, shape))} = {size}: the file is "
+                           f"{'truncated' if len(raw) - header < size else 'too long'}")
+    return np.frombuffer(raw, np.uint8, offset=header).reshape(shape)
+
+
+def _idx_file(folder: Path, name: str) -> Path:
+    for candidate in (folder / name, folder / name.removesuffix(".gz")):
+        if candidate.is_file():
+            return candidate
+    raise DatasetError(f"{folder / name} is missing: {_fashion_expected(folder)}")
+
+
+def _fashion_split(folder: Path, images: str, labels: str) -> tuple[np.ndarray, np.ndarray]:
+    x = read_idx(_idx_file(folder, images), 3)
+    y = read_idx(_idx_file(folder, labels), 1)
+    if len(x) != len(y):
+        raise DatasetError(f"{folder}: {images} has {len(x)} images but {labels} has "
+                           f"{len(y)} labels; {_fashion_expected(folder)}")
+    if x.shape[1:] != (28, 28):
+        raise DatasetError(f"{folder / images}: images of {x.shape[1]} x {x.shape[2]} "
+                           f"pixels, Fashion-MNIST's are 28 x 28")
+    if len(y) and y.max() > 9:
+        raise DatasetError(f"{folder / labels}: label {int(y.max())} outside 0..9")
+    return x, y.astype(np.int32)
+
+
+def load_fashion_mnist(data_dir: str | Path = FASHION_MNIST_DIR, *, subset: int = 0,
+                       seed: int = 0) -> ImageData:
+    """Fashion-MNIST from its four official IDX files in ``data_dir`` (no download).
+
+    The official 10,000 test images are the validation set. ``subset`` > 0 keeps that
+    many training and ``subset // 6`` validation images (at least one), chosen by
+    ``seed``, for quick looks. Raises :class:`DatasetError` (one line: which file, what
+    was expected, how to get it) when the folder or a file is missing or malformed.
+    """
+    folder = Path(data_dir)
+    if not folder.is_dir():
+        raise DatasetError(f"--data-dir {data_dir}: no such folder; "
+                           f"{_fashion_expected(folder)}")
+    x_train, y_train = _fashion_split(folder, *FASHION_MNIST_FILES[:2])
+    x_val, y_val = _fashion_split(folder, *FASHION_MNIST_FILES[2:])
+    if subset:
+        rng = np.random.default_rng(seed)
+        keep = rng.permutation(len(y_train))[:subset]
+        keep_val = rng.permutation(len(y_val))[:max(1, subset // 6)]
+        x_train, y_train = x_train[np.sort(keep)], y_train[np.sort(keep)]
+        x_val, y_val = x_val[np.sort(keep_val)], y_val[np.sort(keep_val)]
+    x_train, x_val = _standardized(x_train[..., None] / 255.0, x_val[..., None] / 255.0)
+    return ImageData(x_train, y_train, x_val, y_val, 10)
+
+
+def load_dataset(name: str, *, seed: int, data_dir: str | Path | None = None,
+                 subset: int = 0) -> ImageData:
+    """``"digits"`` (split by ``seed``), ``"fashion-mnist"`` (from ``data_dir``, default
+    :data:`FASHION_MNIST_DIR`; ``subset`` images chosen by ``seed`` when > 0) or
+    ``"cifar10"`` (from ``data_dir``)."""
     if name == "digits":
         return load_digits(seed)
+    if name == "fashion-mnist":
+        return load_fashion_mnist(data_dir or FASHION_MNIST_DIR, subset=subset, seed=seed)
     if name == "cifar10":
         if not data_dir:
             raise DatasetError(f"--dataset cifar10 needs --data-dir DIR, a folder with the "
                                f"python-version batches from {CIFAR10_URL}")
         return load_cifar10(data_dir)
-    raise DatasetError(f"--dataset {name}: unknown data set; use digits or cifar10")
+    raise DatasetError(f"--dataset {name}: unknown data set; use one of {', '.join(DATASETS)}")
 
 
 def patchify(images: np.ndarray, patch: int) -> np.ndarray:
@@ -119,5 +220,6 @@ def patchify(images: np.ndarray, patch: int) -> np.ndarray:
     return x.reshape(n, (h // patch) * (w // patch), patch * patch * c)
 
 
-__all__ = ["CIFAR10_FILES", "CIFAR10_URL", "DatasetError", "ImageData", "load_cifar10",
-           "load_dataset", "load_digits", "patchify"]
+__all__ = ["CIFAR10_FILES", "CIFAR10_URL", "DATASETS", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES",
+           "DatasetError", "ImageData", "load_cifar10", "load_dataset", "load_digits",
+           "load_fashion_mnist", "patchify", "read_idx"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray, Real, UInt32
+from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, Real, UInt32
 
 Token = Float[Array, " d"]
 Tokens = Float[Array, "n d"]
@@ -32,7 +32,7 @@ Matrix = Float[ArrayLike, "d d"]
 """A ``(d, d)`` matrix such as the query and key matrices ``Q`` and ``K``."""
 
 __all__ = [
-    "Array", "ArrayLike", "Float", "FloatArray", "FloatGrid", "FloatNumpy", "Matrix",
+    "Array", "ArrayLike", "Bool", "Float", "FloatArray", "FloatGrid", "FloatNumpy", "Matrix",
     "PRNGKeyArray", "Real", "RealGrid", "RealScalar", "Scalar", "SpherePoint", "Token", "Tokens",
     "UInt32", "Words",
 ]

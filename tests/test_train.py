@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import pickle
+import re
 
 import equinox as eqx
 import jax
@@ -17,9 +18,24 @@ from spheresde._classifier import (
     init_values,
     train_epoch,
 )
-from spheresde._datasets import CIFAR10_FILES, DatasetError, load_cifar10, patchify
+from spheresde._datasets import (
+    CIFAR10_FILES,
+    FASHION_MNIST_FILES,
+    DatasetError,
+    load_cifar10,
+    load_dataset,
+    load_fashion_mnist,
+    patchify,
+    read_idx,
+)
 from spheresde.experiments import Sweep
-from spheresde.experiments._train import TrainSpec, run_train
+from spheresde.experiments._train import (
+    TrainRow,
+    TrainSpec,
+    convergence,
+    paired_differences,
+    run_train,
+)
 
 
 def model(key, weights, *, layers=3, d=6, patches=5, patch_size=4, sigma=1.0):
@@ -44,14 +60,16 @@ def test_constant_ties_v_across_layers_and_identity_does_not(getkey):
     key, patches = getkey(), jax.random.normal(getkey(), (4, 5, 4))
     labels = jnp.array([0, 1, 2, 1])
     tied, untied = model(key, "constant"), model(key, "identity")
-    assert tied.values.shape == (1, 6, 6)
-    assert untied.values.shape == (3, 6, 6)
+    # one pytree structure for both (one compiled epoch); only `tied` tells them apart
+    assert tied.values.shape == untied.values.shape == (3, 6, 6)
+    assert bool(tied.tied) and not bool(untied.tied)
     # same network at initialization: only the tying differs
     assert jnp.allclose(jax.vmap(tied)(patches), jax.vmap(untied)(patches), atol=1e-12)
     g_tied = jax.grad(classifier_loss)(tied, patches, labels).values
     g_untied = jax.grad(classifier_loss)(untied, patches, labels).values
     # one shared matrix receives the sum of the per-layer gradients
     assert jnp.allclose(g_tied[0], g_untied.sum(axis=0), atol=1e-12)
+    assert not jnp.any(g_tied[1:])  # the unused copies get no gradient
     assert not jnp.allclose(g_untied[0], g_untied[1])
 
 
@@ -162,7 +180,12 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--dataset", "mnist"], "'mnist' is not one of digits, cifar10"),
+    (["--dataset", "mnist"], "'mnist' is not one of digits, fashion-mnist, cifar10"),
+    (["--dataset", "fashion-mnist", "--data-dir", "/nonexistent/fm"],
+     "no such folder; expected the Fashion-MNIST IDX files train-images-idx3-ubyte.gz"),
+    (["--data-dir", "/tmp"], "--data-dir is not used by --dataset digits"),
+    (["--subset", "100"], "--subset is used by --dataset fashion-mnist only"),
+    (["--layers", "4,0"], "must be > 0"),
     (["--dataset", "cifar10"], "needs --data-dir DIR"),
     (["--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "no such folder"),
     (["--epochs", "-1"], "must be > 0"),
@@ -224,4 +247,195 @@ def test_train_spec_round_trips_its_command_line():
     args = build_parser().parse_args(argv)
     assert TrainSpec(**{f.name: getattr(args, f.name) for f in TrainSpec.spec_fields()}) == spec
     assert "--data-dir" not in TrainSpec().argv()  # an unset path is the default
-    assert [p["seed"] for p in spec.points()] == [0, 1, 2, 0, 1, 2]
+    assert [p["seed"] for p in spec.points()] == [0, 0, 1, 1, 2, 2]
+    assert [p["weights"] for p in spec.points()[:2]] == ["random", "constant"]
+    deep = TrainSpec(layers=(4, 16), seeds=2)
+    assert [(p["layers"], p["seed"]) for p in deep.points()][::3] == [(4, 0), (4, 1), (16, 0),
+                                                                     (16, 1)]
+
+
+# ---------------------------------------------------------------------------- Fashion-MNIST
+
+
+def idx_bytes(array: np.ndarray, *, magic: int | None = None) -> bytes:
+    """``array`` (uint8) in the IDX format: magic 0x0000 08 ndim, big-endian int32 sizes."""
+    magic = 0x0800 + array.ndim if magic is None else magic
+    header = magic.to_bytes(4, "big") + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+def write_fashion(folder, *, train=12, test=6, gz=True, labels_of=None):
+    """The four Fashion-MNIST files; training image k has its pixel (k mod 28, 3) at 255."""
+    import gzip
+
+    folder.mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for split, n in (("train", train), ("t10k", test)):
+        images = rng.integers(0, 50, (n, 28, 28)).astype(np.uint8)
+        if split == "train":
+            images[np.arange(n), np.arange(n) % 28, 3] = 255
+        arrays[f"{split}-images-idx3-ubyte.gz"] = images
+        arrays[f"{split}-labels-idx1-ubyte.gz"] = (np.arange(n) % 10).astype(np.uint8)
+    if labels_of:
+        arrays.update(labels_of)
+    for name, array in arrays.items():
+        raw = idx_bytes(array)
+        if gz:
+            (folder / name).write_bytes(gzip.compress(raw))
+        else:
+            (folder / name.removesuffix(".gz")).write_bytes(raw)
+    return arrays
+
+
+@pytest.mark.parametrize("gz", [True, False], ids=["gzip", "plain"])
+def test_fashion_mnist_reader_reads_the_official_idx_format(tmp_path, gz):
+    arrays = write_fashion(tmp_path / "fm", gz=gz)
+    data = load_fashion_mnist(tmp_path / "fm")
+    assert data.train_images.shape == (12, 28, 28, 1)
+    assert data.val_images.shape == (6, 28, 28, 1)
+    assert data.train_labels.tolist() == [k % 10 for k in range(12)]
+    assert data.val_labels.tolist() == list(range(6))
+    assert data.classes == 10
+    # the bright pixel of image k sits at (row k, column 3): rows are the second axis
+    bright = data.train_images[:, :, 3, 0].argmax(axis=1)
+    assert bright.tolist() == list(range(12))
+    # standardized with the training set's statistics
+    assert abs(float(data.train_images.mean())) < 1e-5
+    raw = arrays["t10k-images-idx3-ubyte.gz"] / 255.0
+    train = arrays["train-images-idx3-ubyte.gz"] / 255.0
+    expected = (raw - train.mean()) / (train.std() + 1e-6)
+    assert np.allclose(data.val_images[..., 0], expected, atol=1e-5)
+    assert patchify(data.train_images, 7).shape == (12, 16, 49)
+
+
+def test_fashion_mnist_subset_is_fixed_by_the_seed(tmp_path):
+    write_fashion(tmp_path / "fm", train=30, test=12)
+    a = load_dataset("fashion-mnist", seed=3, data_dir=tmp_path / "fm", subset=12)
+    b = load_dataset("fashion-mnist", seed=3, data_dir=tmp_path / "fm", subset=12)
+    c = load_dataset("fashion-mnist", seed=4, data_dir=tmp_path / "fm", subset=12)
+    assert a.train_images.shape == (12, 28, 28, 1) and a.val_images.shape == (2, 28, 28, 1)
+    assert np.array_equal(a.train_images, b.train_images)
+    assert not np.array_equal(a.train_labels, c.train_labels) or \
+        not np.array_equal(a.train_images, c.train_images)
+
+
+def test_read_idx_refuses_a_truncated_or_foreign_file(tmp_path):
+    good = idx_bytes(np.zeros((3, 28, 28), np.uint8))
+    (tmp_path / "cut").write_bytes(good[:-5])
+    with pytest.raises(DatasetError, match=r"cut has 2347 data bytes, but its header says "
+                                           r"3 x 28 x 28 = 2352: the file is truncated"):
+        read_idx(tmp_path / "cut", 3)
+    (tmp_path / "magic").write_bytes(idx_bytes(np.zeros((3, 28, 28), np.uint8), magic=2051 + 1))
+    with pytest.raises(DatasetError, match=r"not an IDX file of 3-d unsigned bytes \(magic "
+                                           r"number 0x00000804, expected 0x00000803\)"):
+        read_idx(tmp_path / "magic", 3)
+    (tmp_path / "tiny").write_bytes(b"\x00\x00")
+    with pytest.raises(DatasetError, match="shorter than 4 bytes"):
+        read_idx(tmp_path / "tiny", 1)
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("missing", "t10k-labels-idx1-ubyte.gz is missing: expected the Fashion-MNIST IDX files"),
+    ("lengths", "train-images-idx3-ubyte.gz has 12 images but train-labels-idx1-ubyte.gz "
+                "has 11 labels"),
+    ("label", "label 12 outside 0..9"),
+    ("pixels", "images of 14 x 14 pixels, Fashion-MNIST's are 28 x 28"),
+])
+def test_fashion_mnist_reader_says_what_is_wrong(tmp_path, damage, says):
+    folder = tmp_path / "fm"
+    bad = {"lengths": {"train-labels-idx1-ubyte.gz": np.zeros(11, np.uint8)},
+           "label": {"t10k-labels-idx1-ubyte.gz": np.array([0, 1, 12, 3, 4, 5], np.uint8)},
+           "pixels": {"train-images-idx3-ubyte.gz": np.zeros((12, 14, 14), np.uint8)},
+           "missing": None}[damage]
+    write_fashion(folder, labels_of=bad)
+    if damage == "missing":
+        (folder / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(DatasetError, match=re.escape(says)) as info:
+        load_fashion_mnist(folder)
+    assert "\n" not in str(info.value)
+
+
+def test_train_cli_on_a_broken_fashion_folder_is_one_line_and_exit_2(tmp_path, capsys):
+    from spheresde.cli import main
+
+    write_fashion(tmp_path / "fm")
+    raw = (tmp_path / "fm" / "train-images-idx3-ubyte.gz").read_bytes()
+    (tmp_path / "fm" / "train-images-idx3-ubyte.gz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--dataset", "fashion-mnist", "--data-dir", str(tmp_path / "fm"),
+              "--out", str(tmp_path / "out"), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "train-images-idx3-ubyte.gz cannot be read" in err, err
+    assert not (tmp_path / "out" / "train.csv").exists()
+
+
+# ---------------------------------------------------------------------------- paired statistics
+
+
+def rows_of(finals: dict[str, list[float]], *, layers=8, epochs=3) -> list[TrainRow]:
+    """Rows whose last epoch has the given final accuracies per seed; earlier epochs lower."""
+    return [TrainRow(w, s, layers, e, 0.0, 0.0, acc - 0.01 * (epochs - e), 0.5, 0.0, 0.0, 1.0)
+            for w, accs in finals.items() for s, acc in enumerate(accs)
+            for e in range(epochs + 1)]
+
+
+def test_paired_differences_are_seed_by_seed_with_a_t_interval():
+    finals = {"constant": [0.90, 0.92, 0.91, 0.93, 0.89],
+              "random": [0.93, 0.94, 0.92, 0.96, 0.93],
+              "identity": [0.90, 0.95, 0.90, 0.93, 0.92]}
+    pairs = {(p.first, p.second): p for p in paired_differences(rows_of(finals))}
+    assert list(pairs) == [("random", "constant"), ("random", "identity"),
+                           ("identity", "constant")]
+    rc = pairs["random", "constant"]
+    diff = np.subtract(finals["random"], finals["constant"])
+    assert np.allclose(rc.differences, diff)
+    # t_{0.975, 4} = 2.7764: the 95% half-width of a mean of 5 paired differences
+    half = 2.7764451 * diff.std(ddof=1) / np.sqrt(5)
+    assert rc.mean == pytest.approx(diff.mean()) and rc.low == pytest.approx(diff.mean() - half)
+    assert rc.wins == (5, 0, 0) and rc.verdict == "random"
+    ic = pairs["identity", "constant"]
+    assert ic.wins == (2, 1, 2) and ic.verdict == "neither"  # 0, +.03, -.01, 0, +.03
+    ri = pairs["random", "identity"]
+    assert ri.low < 0 < ri.high and ri.verdict == "neither"
+    flipped = paired_differences(rows_of({"random": finals["constant"],
+                                          "constant": finals["random"]}))[0]
+    assert flipped.verdict == "constant" and flipped.high < 0
+
+
+def test_convergence_compares_the_last_epochs_with_the_seed_spread():
+    rows = rows_of({"random": [0.90, 0.95, 0.93]}, epochs=8)  # +0.01 per epoch, spread 0.025
+    (flat,) = convergence(rows)
+    assert flat.window == 2 and flat.change == pytest.approx(0.02)
+    assert flat.spread == pytest.approx(np.std([0.90, 0.95, 0.93], ddof=1))
+    assert flat.flat
+    (steep,) = convergence(rows_of({"random": [0.90, 0.901, 0.902]}, epochs=8))
+    assert not steep.flat
+
+
+@pytest.mark.slow
+def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(caplog):
+    """After one run (random weights, seed 0), runs of another seed with the constant and
+    identity initializations compile neither the training epoch nor the evaluation: all
+    initializations share one pytree structure (the constant network is tied by an array,
+    not by a shape)."""
+    import logging
+
+    from spheresde.experiments import _train
+
+    spec = TrainSpec(**{**TINY, "weights": ("random", "constant", "identity"), "epochs": 1,
+                        "layers": (3,)})
+    first, *others = [p for p in spec.points() if p["seed"] == 0][:1] + \
+        [p for p in spec.points() if p["seed"] == 1 and p["weights"] != "random"]
+    _train._run(spec, first, quiet=True)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level(logging.WARNING):
+            for point in others:
+                _train._run(spec, point, quiet=True)
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    compiled = [r.getMessage() for r in caplog.records if "XLA compilation of" in r.getMessage()]
+    assert [p["weights"] for p in others] == ["constant", "identity"]
+    assert not [m for m in compiled if "train_epoch" in m or "_evaluate_chunk" in m], compiled

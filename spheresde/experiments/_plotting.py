@@ -20,10 +20,11 @@ ANTIPODAL = "#6a3fb5"
 UNDECIDED = "#9a9a9a"
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float]):
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
+             squeeze: bool = True):
     """A new figure and its axes (as :func:`matplotlib.pyplot.subplots`, without pyplot)."""
     fig = Figure(figsize=figsize)
-    return fig, fig.subplots(nrows, ncols)
+    return fig, fig.subplots(nrows, ncols, squeeze=squeeze)
 
 
 def colors(name: str, start: float, stop: float, count: int):

@@ -563,8 +563,34 @@ def _field_section(results: dict) -> tuple[str, list]:
     return text, [("Figure 1 (attention field)", "reproduced (field.png)")]
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _paired_table(pairs) -> str:
+    body = [[f"{p.first} - {p.second}", str(p.layers),
+             ", ".join(_pct(d) for d in p.differences), _pct(p.mean),
+             f"[{_pct(p.low)}, {_pct(p.high)}]", "{} / {} / {}".format(*p.wins),
+             p.verdict if p.verdict != "neither" else "no difference shown"]
+            for p in pairs]
+    return _table(["pair", "L", "per-seed differences (points)", "mean", "95% t interval",
+                   "seeds first / second / tied", "ahead at 95%"], body)
+
+
+def _pair_sentence(p) -> str:
+    span = f"{_pct(p.mean)} points, 95% interval [{_pct(p.low)}, {_pct(p.high)}]"
+    first, second, _ = p.wins
+    seeds = f"{first} of {len(p.differences)} seeds favour {p.first}, {second} {p.second}"
+    if p.verdict == "neither":
+        return (f"{p.first} - {p.second}: {span}, which contains 0: this run does not "
+                f"separate them ({seeds}).")
+    loser = p.second if p.verdict == p.first else p.first
+    return f"{p.verdict} ahead of {loser}: {span} ({seeds})."
+
+
 def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
-    from ._train import curves, final_accuracy
+    from ._reproduce import training_data
+    from ._train import convergence, curves, depths, final_accuracy, paired_differences
 
     paper = [
         "## Figure 2: training the deep stochastic Transformer",
@@ -578,7 +604,10 @@ def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
     ]
     if "train" not in results:
         return "\n".join([*paper, "Not run at this scale.", ""]), []
-    tspec, rows = results["train"].spec, results["train"].rows
+    tspec, all_rows = results["train"].spec, results["train"].rows
+    grid = depths(all_rows)
+    main = tspec.layers[0]  # Figure 2 proper: the first depth asked for
+    rows = [r for r in all_rows if r.layers == main]
     finals = final_accuracy(rows)
     body, cosine = [], {}
     for w, (mean, low, high) in finals.items():
@@ -588,23 +617,23 @@ def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
         body.append([w, f"{mean:.3f}", f"{low:.3f}", f"{high:.3f}",
                      f"{cosine[w][0]:.3f}", f"{cosine[w][1]:.3f}",
                      f"{single[:, 0].mean():.2f} / {single[:, -1].mean():.2f}"])
-    ranked = sorted(finals, key=lambda w: -finals[w][0])
-    best, worst = ranked[0], ranked[-1]
-    apart = finals[best][1] > finals[worst][2]
-    data = ("CIFAR-10 (official training and test batches)" if tspec.dataset == "cifar10" else
-            "scikit-learn's 8 x 8 digits (1437 training and 360 validation images, split by "
-            "seed)")
-    note = ""
-    if tspec.dataset != "cifar10":
-        note = (" **Not CIFAR-10**: " + ("no `--data-dir` was given to `reproduce --scale "
-                                         "paper`, so" if spec.scale == "paper" else
-                                         f"at `{spec.scale}` scale") +
-                " Figure 2 trains on the digits, a much easier task than the paper's.")
-    observed = (f"After {tspec.epochs} epochs the highest mean validation accuracy is "
-                f"{best}'s ({finals[best][0]:.3f}) and the lowest {worst}'s "
-                f"({finals[worst][0]:.3f}); their min-max ranges over the {tspec.seeds} seeds "
-                + ("do not overlap." if apart else "overlap, so this run does not separate "
-                   "them."))
+    flat = convergence(rows)
+    flat_text = ("; ".join(f"{c.weights} {_pct(c.change)} points over the last {c.window} "
+                           f"epochs (seed spread {100 * c.spread:.1f})" for c in flat))
+    flat_verdict = ("Every curve has flattened: the last epochs move the mean by less than "
+                    "the seeds differ" if all(c.flat for c in flat) else
+                    "Not every curve has flattened (" + ", ".join(
+                        c.weights for c in flat if not c.flat) + " still moves by more than "
+                    "the seeds differ): train longer (--epochs) before reading the comparison")
+    pairs = paired_differences(rows)
+    data = {"cifar10": "CIFAR-10 (official training and test batches)",
+            "fashion-mnist": ("Fashion-MNIST (" + (f"a subset of {tspec.subset} training "
+                              "images, validated on a subset of the test set" if tspec.subset
+                              else "60,000 training images, validated on the official 10,000 "
+                              "test images") + ")"),
+            "digits": ("scikit-learn's 8 x 8 digits (1437 training and 360 validation images, "
+                       "split by seed)")}[tspec.dataset]
+    _, why = training_data(spec)
     constant_random = ""
     if {"constant", "random"} <= set(cosine):
         c, r = cosine["constant"], cosine["random"]
@@ -621,26 +650,63 @@ def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
     text = [
         *paper,
         f"**Ours.** The classifier of `spheresde.TransformerClassifier` (the paper's layer: "
-        f"L = {tspec.layers}, d = {tspec.dim}, beta = {tspec.beta:g} at init, {tspec.patch} x "
+        f"L = {main}, d = {tspec.dim}, beta = {tspec.beta:g} at init, {tspec.patch} x "
         f"{tspec.patch} patches as tokens, trainable V, Q, K, linear head on the mean token), "
-        f"AdamW with warm-up and cosine decay, {tspec.epochs} epochs, {tspec.seeds} seeds per "
-        f"initialization, on {data}.{note} Random weights: iid N(0, sigma^2/d) entries with "
-        f"sigma = {tspec.sigma:g}; identity: independent V_k = Id (untied but noiseless).",
+        f"AdamW (peak learning rate {tspec.lr:g}, warm-up and cosine decay, batch "
+        f"{tspec.batch}), {tspec.epochs} epochs, {tspec.seeds} seeds per initialization, on "
+        f"{data}. {why} Random weights: iid N(0, sigma^2/d) entries with sigma = "
+        f"{tspec.sigma:g}; identity: independent V_k = Id (untied but noiseless). Seed by "
+        "seed the initializations share the data split, the batch order, the embedding and "
+        "the head: only V differs, so the comparison is paired.",
         "",
         _table(["weights", "final val. accuracy (mean)", "min", "max",
                 "token cosine at init", "after training", "P(single) init / after"], body),
         "",
-        observed + constant_random,
+        f"**Converged?** {flat_verdict}: {flat_text}.",
+        "",
+        "**Paired differences of final accuracy** (percentage points, first minus second; "
+        "95% Student t interval over the seeds):",
+        "",
+        _paired_table(pairs),
+        "",
+        " ".join(_pair_sentence(p) for p in pairs) + constant_random,
         "",
         "![Figure 2](train.png)",
         "",
-        f"Command: `{tspec.command_line()}`",
-        "",
     ]
+    if len(grid) > 1:
+        deep = [p for L in grid for p in paired_differences(all_rows, L)]
+        trend = []
+        for first, second in {(p.first, p.second) for p in deep}:
+            mine = [p for p in deep if (p.first, p.second) == (first, second)]
+            ahead = [str(p.layers) for p in mine if p.verdict == first]
+            behind = [str(p.layers) for p in mine if p.verdict == second]
+            trend.append(f"{first} - {second} goes from {_pct(mine[0].mean)} points at "
+                         f"L = {mine[0].layers} to {_pct(mine[-1].mean)} at "
+                         f"L = {mine[-1].layers}; {first} is ahead at 95% at L = "
+                         f"{', '.join(ahead) or 'none'}, behind at L = "
+                         f"{', '.join(behind) or 'none'}.")
+        text += [
+            "### Beyond the paper: depth",
+            "",
+            "The same comparison at every depth of `--layers` (the deterministic model gathers "
+            "the tokens more as the network deepens; the noise keeps them apart):",
+            "",
+            _paired_table(deep),
+            "",
+            " ".join(sorted(trend)),
+            "",
+            "![depth](train_depth.png)",
+            "",
+        ]
+    text += [f"Command: `{tspec.command_line()}`", ""]
     status = [("Figure 2: final validation accuracy (mean [min, max] over seeds)",
                ", ".join(f"{w} {m:.3f} [{lo:.3f}, {hi:.3f}]"
-                         for w, (m, lo, hi) in finals.items())
-               + f" ({tspec.dataset}; ranges {'apart' if apart else 'overlap'})")]
+                         for w, (m, lo, hi) in finals.items()) + f" ({tspec.dataset}, L = {main})")]
+    status += [(f"Figure 2: {p.first} - {p.second}, paired over {len(p.differences)} seeds",
+                f"{_pct(p.mean)} points [{_pct(p.low)}, {_pct(p.high)}]: "
+                + (f"{p.verdict} ahead" if p.verdict != "neither" else "no difference shown"))
+               for p in pairs]
     if {"constant", "random"} <= set(cosine):
         status.append(("Figure 2, beyond the paper: output tokens at initialization",
                        f"mean cosine constant {cosine['constant'][0]:.3f}, random "

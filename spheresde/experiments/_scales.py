@@ -60,7 +60,7 @@ PAPER = _with_constant_weights({
     "tokens": TokensSpec(tokens=(3, 4, 6, 8), betas=tuple(0.5 * k for k in range(1, 11)),
                          trajectories=4000, layers=100, horizon=500.0),
     # digits unless `reproduce --data-dir` gives CIFAR-10 (then 4 x 4 patches: 64 tokens)
-    "train": TrainSpec(layers=64, dim=64, epochs=50, lr=3e-3),
+    "train": TrainSpec(layers=(16,), epochs=15),
 })
 
 SMOKE = _with_constant_weights({
@@ -78,7 +78,7 @@ SMOKE = _with_constant_weights({
                                max_horizon=8.0),
     "tokens": TokensSpec(tokens=(3, 4), betas=(1.0, 3.0), trajectories=50, layers=5,
                          horizon=5.0),
-    "train": TrainSpec(weights=("constant", "random"), seeds=2, epochs=2, layers=4, dim=8),
+    "train": TrainSpec(weights=("constant", "random"), seeds=2, epochs=2, layers=(4,), dim=8),
 })
 
 SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}

@@ -20,7 +20,6 @@ from spheresde._classifier import (
 )
 from spheresde._datasets import (
     CIFAR10_FILES,
-    FASHION_MNIST_FILES,
     DatasetError,
     load_cifar10,
     load_dataset,
@@ -62,7 +61,8 @@ def test_constant_ties_v_across_layers_and_identity_does_not(getkey):
     tied, untied = model(key, "constant"), model(key, "identity")
     # one pytree structure for both (one compiled epoch); only `tied` tells them apart
     assert tied.values.shape == untied.values.shape == (3, 6, 6)
-    assert bool(tied.tied) and not bool(untied.tied)
+    assert bool(tied.tied)
+    assert not bool(untied.tied)
     # same network at initialization: only the tying differs
     assert jnp.allclose(jax.vmap(tied)(patches), jax.vmap(untied)(patches), atol=1e-12)
     g_tied = jax.grad(classifier_loss)(tied, patches, labels).values
@@ -314,7 +314,8 @@ def test_fashion_mnist_subset_is_fixed_by_the_seed(tmp_path):
     a = load_dataset("fashion-mnist", seed=3, data_dir=tmp_path / "fm", subset=12)
     b = load_dataset("fashion-mnist", seed=3, data_dir=tmp_path / "fm", subset=12)
     c = load_dataset("fashion-mnist", seed=4, data_dir=tmp_path / "fm", subset=12)
-    assert a.train_images.shape == (12, 28, 28, 1) and a.val_images.shape == (2, 28, 28, 1)
+    assert a.train_images.shape == (12, 28, 28, 1)
+    assert a.val_images.shape == (2, 28, 28, 1)
     assert np.array_equal(a.train_images, b.train_images)
     assert not np.array_equal(a.train_labels, c.train_labels) or \
         not np.array_equal(a.train_images, c.train_images)
@@ -367,7 +368,8 @@ def test_train_cli_on_a_broken_fashion_folder_is_one_line_and_exit_2(tmp_path, c
               "--out", str(tmp_path / "out"), "--quiet"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "train-images-idx3-ubyte.gz cannot be read" in err, err
+    assert err.count("\n") == 1, err
+    assert "train-images-idx3-ubyte.gz cannot be read" in err
     assert not (tmp_path / "out" / "train.csv").exists()
 
 
@@ -393,21 +395,27 @@ def test_paired_differences_are_seed_by_seed_with_a_t_interval():
     assert np.allclose(rc.differences, diff)
     # t_{0.975, 4} = 2.7764: the 95% half-width of a mean of 5 paired differences
     half = 2.7764451 * diff.std(ddof=1) / np.sqrt(5)
-    assert rc.mean == pytest.approx(diff.mean()) and rc.low == pytest.approx(diff.mean() - half)
-    assert rc.wins == (5, 0, 0) and rc.verdict == "random"
+    assert rc.mean == pytest.approx(diff.mean())
+    assert rc.low == pytest.approx(diff.mean() - half)
+    assert rc.wins == (5, 0, 0)
+    assert rc.verdict == "random"
     ic = pairs["identity", "constant"]
-    assert ic.wins == (2, 1, 2) and ic.verdict == "neither"  # 0, +.03, -.01, 0, +.03
+    assert ic.wins == (2, 1, 2)
+    assert ic.verdict == "neither"
     ri = pairs["random", "identity"]
-    assert ri.low < 0 < ri.high and ri.verdict == "neither"
+    assert ri.low < 0 < ri.high
+    assert ri.verdict == "neither"
     flipped = paired_differences(rows_of({"random": finals["constant"],
                                           "constant": finals["random"]}))[0]
-    assert flipped.verdict == "constant" and flipped.high < 0
+    assert flipped.verdict == "constant"
+    assert flipped.high < 0
 
 
 def test_convergence_compares_the_last_epochs_with_the_seed_spread():
     rows = rows_of({"random": [0.90, 0.95, 0.93]}, epochs=8)  # +0.01 per epoch, spread 0.025
     (flat,) = convergence(rows)
-    assert flat.window == 2 and flat.change == pytest.approx(0.02)
+    assert flat.window == 2
+    assert flat.change == pytest.approx(0.02)
     assert flat.spread == pytest.approx(np.std([0.90, 0.95, 0.93], ddof=1))
     assert flat.flat
     (steep,) = convergence(rows_of({"random": [0.90, 0.901, 0.902]}, epochs=8))

@@ -113,8 +113,8 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
     """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
     ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
     from ._field import FieldSpec, run_field
-    from ._train import load_data
     from ._report import write_report
+    from ._train import load_data
     from .registry import RUNNERS
 
     options = run_options(options, quiet=quiet, overwrite=overwrite)

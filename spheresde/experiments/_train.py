@@ -179,8 +179,8 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
                         float(ev.accuracy), float(ev.token_cosine), *map(float, ev.outcomes))
 
     rows = [row(0, evaluate_classifier(model, x_train, y_train, tol=spec.tol).loss)]
-    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"{weights} seed {seed} L={layers}", unit="epoch",
-                      leave=False, disable=quiet, dynamic_ncols=True):
+    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"{weights} seed {seed} L={layers}",
+                      unit="epoch", leave=False, disable=quiet, dynamic_ncols=True):
         order = jax.random.permutation(jax.random.fold_in(key_order, epoch), len(y_train))
         model, opt_state, loss = train_epoch(model, opt_state, optim, x_train, y_train,
                                              order[:steps * batch].reshape(steps, batch))
@@ -354,7 +354,7 @@ def plot_train(rows: list[TrainRow], spec: TrainSpec, path: Path) -> Path:
 
     grid = [L for L in spec.layers if any(r.layers == L for r in rows)]
     fig, axes = subplots(len(grid), 2, figsize=(11, 4.2 * len(grid)), squeeze=False)
-    for (ax, bx), layers in zip(axes, grid):
+    for (ax, bx), layers in zip(axes, grid, strict=True):
         for w in spec.weights:
             color = COLORS[w]
             for axis, column in ((ax, "val_accuracy"), (bx, "token_cosine")):

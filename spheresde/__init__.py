@@ -19,7 +19,9 @@ from ._datasets import ImageData as ImageData
 from ._datasets import load_cifar10 as load_cifar10
 from ._datasets import load_dataset as load_dataset
 from ._datasets import load_digits as load_digits
+from ._datasets import load_fashion_mnist as load_fashion_mnist
 from ._datasets import patchify as patchify
+from ._datasets import read_idx as read_idx
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
 from ._geometry import (

@@ -31,7 +31,15 @@ from ._sweep import (
     point_seed,
 )
 from ._tokens import TokensRow, TokensSpec, run_tokens
-from ._train import TrainRow, TrainSpec, run_train
+from ._train import (
+    Convergence,
+    PairedDifference,
+    TrainRow,
+    TrainSpec,
+    convergence,
+    paired_differences,
+    run_train,
+)
 from .registry import RUNNERS, SPECS, run
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "SMOKE",
     "SPECS",
     "BadParameters",
+    "Convergence",
     "DominanceRow",
     "DominanceSpec",
     "EdgeRow",
@@ -50,6 +59,7 @@ __all__ = [
     "FitRow",
     "HybridRow",
     "HybridSpec",
+    "PairedDifference",
     "ParameterMismatch",
     "PhaseRow",
     "PhaseSpec",
@@ -65,9 +75,11 @@ __all__ = [
     "atomic_write_text",
     "between",
     "chunk_seed",
+    "convergence",
     "dominance_edges",
     "format_value",
     "greater_than",
+    "paired_differences",
     "param",
     "point_seed",
     "reproduce",

@@ -4,12 +4,15 @@
 
 Prints, from one run:
 
-- training throughput in images per second (one epoch of the digits, batch 64,
-  d = 16, 16 tokens, ``random`` weights) at depth L = 8, 32, 64, with the ratio to
-  L = 8 measured in the same process (the baseline), after a warm-up epoch (compilation
-  excluded);
+- training throughput in images per second for Fashion-MNIST-sized inputs (6,000 random
+  28 x 28 images, 7 x 7 patches: 16 tokens of 49 pixels, batch 64, d = 32, ``random``
+  weights) at depth L = 8, 16, 32, 64, with the ratio to L = 8 measured in the same
+  process (the baseline), after a warm-up epoch (compilation excluded);
+- whether the compiled epoch recompiles across seeds or initializations: at L = 16, one
+  epoch for each of 2 seeds x 3 initializations, counting the compilations of
+  ``train_epoch`` that JAX logs (it must be 1);
 - the wall time and CPU time of the ``quick`` Figure 2 (``TrainSpec()``: 3
-  initializations x 5 seeds x 12 epochs), compilation included, as ``reproduce`` pays it;
+  initializations x 5 seeds x 30 epochs), compilation included, as ``reproduce`` pays it;
 - its final validation accuracy per initialization (mean, min, max over the seeds) beside a
   plain scikit-learn ``LogisticRegression`` on the same splits, for scale.
 
@@ -38,22 +41,31 @@ def cpu_now() -> float:
     return t.user + t.system
 
 
-def throughput(layers: int, data, lr: float = 1e-2) -> tuple[float, float]:
-    """Images per wall second and per CPU second of one training epoch at depth ``layers``.
+def fashion_sized(count: int = 6000):
+    """Random images of Fashion-MNIST's size, cut into 7 x 7 patches, and labels."""
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(count, 28, 28, 1)).astype(np.float32)
+    return (jax.numpy.asarray(spheresde.patchify(images, 7)),
+            jax.numpy.asarray(rng.integers(0, 10, count).astype(np.int32)))
 
-    ``lr`` only serves to get a new optimizer object, hence a new compilation.
-    """
-    x = jax.numpy.asarray(spheresde.patchify(data.train_images, 2))
-    y = jax.numpy.asarray(data.train_labels)
+
+def epoch_setup(x, y, layers: int, weights: str = "random", seed: int = 0, lr: float = 1e-2):
+    """A model, its optimizer and state, and one epoch's batch order; ``lr`` only serves
+    to get a new optimizer object, hence a new compilation."""
     batch = 64
     steps = len(y) // batch
     model = spheresde.TransformerClassifier.create(
-        jax.random.key(0), patches=x.shape[1], patch_size=x.shape[2], classes=10, d=16,
-        layers=layers, weights="random")
+        jax.random.key(seed), patches=x.shape[1], patch_size=x.shape[2], classes=10, d=32,
+        layers=layers, weights=weights)
     optim = spheresde.classifier_optimizer(lr, 1e-4, 10 * steps)
     state = optim.init(eqx.filter(model, eqx.is_inexact_array))
-    order = jax.random.permutation(jax.random.key(1), len(y))[:steps * batch]
-    order = order.reshape(steps, batch)
+    order = jax.random.permutation(jax.random.key(seed + 1), len(y))[:steps * batch]
+    return model, optim, state, order.reshape(steps, batch)
+
+
+def throughput(layers: int, x, y, lr: float = 1e-2) -> tuple[float, float]:
+    """Images per wall second and per CPU second of one training epoch at depth ``layers``."""
+    model, optim, state, order = epoch_setup(x, y, layers, lr=lr)
     model, state, loss = spheresde.train_epoch(model, state, optim, x, y, order)  # compile
     jax.block_until_ready(loss)
     walls, cpus = [], []
@@ -63,8 +75,33 @@ def throughput(layers: int, data, lr: float = 1e-2) -> tuple[float, float]:
         jax.block_until_ready(loss)
         walls.append(time.perf_counter() - start)
         cpus.append(cpu_now() - cpu)
-    images = steps * batch
+    images = order.size
     return images / min(walls), images / min(cpus)
+
+
+def compilations_across_runs(x, y, layers: int = 16) -> int:
+    """How many times ``train_epoch`` compiles for 2 seeds x 3 initializations."""
+    import logging
+
+    messages = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    handler = Keep(level=logging.WARNING)
+    logging.getLogger("jax").addHandler(handler)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        for seed in (0, 1):
+            for weights in ("constant", "random", "identity"):
+                model, optim, state, order = epoch_setup(x, y, layers, weights, seed, lr=2e-2)
+                _, _, loss = spheresde.train_epoch(model, state, optim, x, y, order)
+                jax.block_until_ready(loss)
+    finally:
+        jax.config.update("jax_log_compiles", False)
+        logging.getLogger("jax").removeHandler(handler)
+    return sum("XLA compilation of jit(train_epoch)" in m for m in messages)
 
 
 def logistic_regression(seed: int) -> float:
@@ -82,23 +119,27 @@ def main() -> None:
     parser.add_argument("--skip-quick", action="store_true", help="throughput only")
     args = parser.parse_args()
 
-    data = spheresde.load_digits(0)
-    print("training throughput (digits, batch 64, d = 16, n = 16 tokens, random weights)")
+    x, y = fashion_sized()
+    print("training throughput (Fashion-MNIST-sized: 28 x 28 images, 7 x 7 patches = 16 "
+          "tokens, batch 64, d = 32, random weights)")
     base = None
-    for layers in (8, 32, 64):
-        wall, cpu = throughput(layers, data)
+    for layers in (8, 16, 32, 64):
+        wall, cpu = throughput(layers, x, y)
         base = base or wall
         print(f"  L = {layers:2d}: {wall:8.0f} images/s wall, {cpu:8.0f} images/CPU-s, "
               f"ratio to L = 8: {wall / base:.2f} (depth ratio {8 / layers:.3f})")
+    count = compilations_across_runs(x, y)
+    print(f"  train_epoch compiled {count} time(s) for 2 seeds x 3 initializations at L = 16 "
+          f"({'no recompilation' if count == 1 else 'RECOMPILES'})")
     # The classifier computes attention with jnp.matmul (attention(dense=True)); the
     # sliced sums of spheresde._small, made for vmapped SDE paths, as the alternative.
     from spheresde import _attention, _classifier
 
     dense = _classifier.attention
     _classifier.attention = lambda *a, dense, **k: _attention.attention(*a, dense=False, **k)
-    sliced, _ = throughput(32, data, lr=1.1e-2)
+    sliced, _ = throughput(32, x, y, lr=1.1e-2)
     _classifier.attention = dense
-    dense_32, _ = throughput(32, data, lr=1.2e-2)
+    dense_32, _ = throughput(32, x, y, lr=1.2e-2)
     print(f"  L = 32 with sliced-sum attention: {sliced:8.0f} images/s wall; dense is "
           f"{dense_32 / sliced:.2f}x faster (dense re-measured: {dense_32:.0f} images/s)")
     if args.skip_quick:

@@ -247,6 +247,9 @@ def test_reproduce_writes_every_figure_and_the_report(tmp_path):
                     "Figure 5"):
         assert heading in report
     assert "out of scope" in report
+    assert "Paired differences of final accuracy" in report
+    assert "| random - constant | 4 |" in report  # smoke: 2 seeds, L = 4
+    assert "At `smoke` scale Figure 2 trains on the digits" in report
     assert "wrote" in proc.stdout
 
 

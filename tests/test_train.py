@@ -447,3 +447,31 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
     compiled = [r.getMessage() for r in caplog.records if "XLA compilation of" in r.getMessage()]
     assert [p["weights"] for p in others] == ["constant", "identity"]
     assert not [m for m in compiled if "train_epoch" in m or "_evaluate_chunk" in m], compiled
+
+
+def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
+    from spheresde import _datasets
+    from spheresde.experiments import BadParameters, ReproduceSpec
+    from spheresde.experiments._reproduce import training_data
+
+    write_cifar(tmp_path / "cifar")
+    write_fashion(tmp_path / "fm", gz=False)
+    (tmp_path / "empty").mkdir()
+    paper = {"scale": "paper"}
+    fields, why = training_data(ReproduceSpec(**paper, data_dir=str(tmp_path / "cifar")))
+    assert fields["dataset"] == "cifar10"
+    assert "holds CIFAR-10" in why
+    fields, why = training_data(ReproduceSpec(**paper, data_dir=str(tmp_path / "fm")))
+    assert fields["dataset"] == "fashion-mnist"
+    assert "not CIFAR-10" in why
+    with pytest.raises(BadParameters, match="holds neither CIFAR-10"):
+        training_data(ReproduceSpec(**paper, data_dir=str(tmp_path / "empty")))
+    monkeypatch.setattr(_datasets, "FASHION_MNIST_DIR", str(tmp_path / "fm"))
+    fields, why = training_data(ReproduceSpec(**paper))
+    assert fields == {"dataset": "fashion-mnist", "patch": 7, "epochs": 15}
+    assert "Debian's dataset-fashion-mnist" in why
+    monkeypatch.setattr(_datasets, "FASHION_MNIST_DIR", str(tmp_path / "empty"))
+    fields, why = training_data(ReproduceSpec(**paper))
+    assert fields == {}
+    assert "apt-get install dataset-fashion-mnist" in why
+    assert training_data(ReproduceSpec())[0] == {}  # quick: the digits

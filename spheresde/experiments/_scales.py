@@ -7,8 +7,9 @@ T = 500 (50,000 layers); ``quick`` replaces the network by the exact 1-D SDE of
 rho = <X_1, X_2> (the same law in the limit L -> infinity), fewer trajectories, a coarser
 step and a shorter horizon, and reports the undecided fraction this leaves. ``smoke``
 runs the whole pipeline at toy sizes in seconds (tests, a first look); its numbers mean
-little. Figure 2 (``train``) trains on scikit-learn's digits at every scale, unless
-``reproduce --scale paper --data-dir DIR`` points at CIFAR-10.
+little. Figure 2 (``train``) trains on scikit-learn's digits at quick and smoke scale; at
+paper scale on CIFAR-10 when ``--data-dir`` holds it, else on Fashion-MNIST when it is
+installed, else on the digits.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ PAPER = _with_constant_weights({
         trajectories=240, layers=10, horizon=20.0, horizon_scale=8.0, max_horizon=1000.0),
     "tokens": TokensSpec(tokens=(3, 4, 6, 8), betas=tuple(0.5 * k for k in range(1, 11)),
                          trajectories=4000, layers=100, horizon=500.0),
-    # digits unless `reproduce --data-dir` gives CIFAR-10 (then 4 x 4 patches: 64 tokens)
-    "train": TrainSpec(layers=(16,), epochs=15),
+    # Figure 2 at L = 16 and the depth study: on CIFAR-10 (--data-dir) or Fashion-MNIST
+    # when at hand, else the digits (_reproduce.training_data)
+    "train": TrainSpec(layers=(16, 4, 8, 32, 64)),
 })
 
 SMOKE = _with_constant_weights({

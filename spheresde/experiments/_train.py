@@ -85,7 +85,7 @@ class TrainSpec(ExperimentSpec):
     beta: float = param(1.0, "inverse temperature of the attention at initialization "
                         "(Q = K = Id, both trainable)", check=at_least(0.0))
     sigma: float = param(1.0, "random weights: entries N(0, sigma^2/d)", check=greater_than(0.0))
-    lr: float = param(1e-2, "peak learning rate of AdamW (warm-up, then cosine decay)",
+    lr: float = param(5e-3, "peak learning rate of AdamW (warm-up, then cosine decay)",
                       check=greater_than(0.0))
     weight_decay: float = param(1e-4, "AdamW weight decay", check=at_least(0.0))
     batch: int = param(64, "images per optimization step", check=greater_than(0))
@@ -291,15 +291,18 @@ def paired_differences(rows: list[TrainRow], layers: int | None = None,
     are in ``rows`` (at depth ``layers``; None: the rows have a single depth)."""
     from scipy import stats
 
-    have = set(_inits(rows))
-    depth = layers if layers is not None else rows[0].layers
+    mine = [r for r in rows if layers in (None, r.layers)]
+    if len(depth := {r.layers for r in mine}) != 1:
+        raise ValueError(f"rows at depths {sorted(depth)}: pass one of them as layers=")
+    have, (depth,), last = set(_inits(mine)), depth, max(r.epoch for r in mine)
+    # seed by seed; a seed that one initialization lacks (a sweep in progress) is left out
+    final = {(r.weights, r.seed): r.val_accuracy for r in mine if r.epoch == last}
     out = []
     for first, second in pairs:
         if not {first, second} <= have:
             continue
-        _, a = curves(rows, first, "val_accuracy", layers)
-        _, b = curves(rows, second, "val_accuracy", layers)
-        diff = a[:, -1] - b[:, -1]
+        seeds = sorted({s for w, s in final if w == first} & {s for w, s in final if w == second})
+        diff = np.array([final[first, s] - final[second, s] for s in seeds])
         n, mean = len(diff), float(diff.mean())
         half = (float(stats.t.ppf(0.975, n - 1) * diff.std(ddof=1) / np.sqrt(n)) if n > 1
                 else float("nan"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from spheresde.experiments import ParameterMismatch, Sweep, point_seed
-from spheresde.experiments._sweep import chunk_seed, chunk_sizes
+from spheresde.experiments._store import chunk_seed, chunk_sizes
 
 COLUMNS = ("a", "b", "value", "counts")
 
@@ -220,3 +220,22 @@ def test_chunk_seed_and_sizes():
     assert chunk_sizes(0, 1000) == []
     with pytest.raises(ValueError, match="chunk size must be >= 1"):
         chunk_sizes(10, 0)
+
+
+def test_the_store_is_below_the_driver():
+    # store <- executors, planner <- driver: no module of the store's layer imports one
+    # above it, at the top or inside a function (where an import would hide a circle)
+    import ast
+    from pathlib import Path
+
+    import spheresde.experiments as experiments
+
+    folder = Path(experiments.__file__).parent
+    above = {"_store": {"_sweep", "_executors", "_plan", "_spec"},
+             "_spec": {"_sweep", "_executors", "_plan"},
+             "_executors": {"_sweep", "_plan"}, "_plan": {"_sweep", "_executors"}}
+    for module, forbidden in above.items():
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        imported = {node.module for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.level == 1}
+        assert not imported & forbidden, (module, imported & forbidden)

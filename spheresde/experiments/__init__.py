@@ -20,16 +20,15 @@ from ._phase import PhaseRow, PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
-from ._sweep import (
+from ._store import (
     ParameterMismatch,
-    RunOptions,
     Sweep,
-    SweepResult,
     atomic_write_text,
     chunk_seed,
     format_value,
     point_seed,
 )
+from ._sweep import RunOptions, SweepResult
 from ._tokens import TokensRow, TokensSpec, run_tokens
 from ._train import TrainRow, TrainSpec, run_train
 from .registry import RUNNERS, SPECS, run

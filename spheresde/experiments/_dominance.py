@@ -44,14 +44,8 @@ from ._spec import (
     greater_than,
     param,
 )
-from ._sweep import (
-    RunOptions,
-    SweepResult,
-    atomic_write_text,
-    chunk_seed,
-    run_options,
-    run_sweep,
-)
+from ._store import atomic_write_text, chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._plotting import ANTIPODAL, SINGLE, save, subplots
 from ._spec import ExperimentSpec, at_least, param
-from ._sweep import atomic_write_text
+from ._store import atomic_write_text
 
 
 @dataclass(frozen=True)

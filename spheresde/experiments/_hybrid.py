@@ -24,7 +24,8 @@ from ._spec import (
     greater_than,
     param,
 )
-from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
+from ._store import chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 HORIZON_SCALE = {
     "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "

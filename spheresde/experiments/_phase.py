@@ -23,7 +23,8 @@ from ._spec import (
     at_least,
     param,
 )
-from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
+from ._store import chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 METHODS = ("exact", "reduced", "particles", "discrete")
 Method = Literal["exact", "reduced", "particles", "discrete"]

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._store import ParameterMismatch, Sweep
+
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
@@ -28,8 +30,6 @@ PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
             grid: list[str], options: Any) -> tuple[set[int], dict[int, int], str | None]:
     """Indices of the stored points, stored chunk counts of the others, and a refusal."""
-    from ._sweep import ParameterMismatch, Sweep
-
     if options.overwrite or not (out / f"{name}.json").exists():
         return set(), {}, None
     try:

@@ -13,7 +13,8 @@ from typing import ClassVar, Literal
 
 from ._scales import SCALES
 from ._spec import SEED, ExperimentSpec, param
-from ._sweep import RunOptions, atomic_write_text, run_options
+from ._store import atomic_write_text
+from ._sweep import RunOptions, run_options
 
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:

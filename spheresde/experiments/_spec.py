@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ._sweep import format_value
+from ._store import format_value
 
 Check = Callable[[Any], "str | None"]
 

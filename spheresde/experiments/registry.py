@@ -16,7 +16,7 @@ from ._hybrid import HybridSpec, run_hybrid
 from ._phase import PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._spec import ExperimentSpec
-from ._sweep import RunOptions
+from ._sweep import RunOptions, run_options
 from ._tokens import TokensSpec, run_tokens
 from ._train import TrainSpec, run_train
 
@@ -37,8 +37,6 @@ def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
         overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
     """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
     (with ``options.dry_run``: the plan, and nothing written)."""
-    from ._sweep import run_options
-
     options = run_options(options, quiet=quiet, overwrite=overwrite)
     if isinstance(spec, ReproduceSpec):
         return reproduce(spec, out, options=options)

@@ -193,11 +193,18 @@ def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
     assert {p["a"] for p in calls} == {3}  # only the new points
     assert len(calls) == 2 * 3
     assert rows == chunked(tmp_path / "fresh", grid())
-    # a point dropped from the grid leaves the table; the rest are kept, not recomputed
+    # a grid without some stored points refuses and names them; pruned, they leave the
+    # table and the rest are kept, not recomputed
     calls.clear()
+    smaller = [p for p in grid() if p["a"] > 1]
+    with pytest.raises(ParameterMismatch, match=r"2 finished point\(s\) outside .*a=1 b=0.5"
+                                                r".*--prune"):
+        sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
+            smaller, lambda p: 3, chunk_counts, finish, quiet=True)
+    assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"1", "2", "3"}
     sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
-        [p for p in grid() if p["a"] > 1], lambda p: 3,
-        lambda p, k: calls.append(p) or chunk_counts(p, k), finish, quiet=True)
+        smaller, lambda p: 3, lambda p, k: calls.append(p) or chunk_counts(p, k), finish,
+        quiet=True, prune=True)
     assert not calls
     assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"2", "3"}
 

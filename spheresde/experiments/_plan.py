@@ -34,9 +34,13 @@ def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
         return set(), {}, None
     try:
         sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]),
-                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size)
+                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size, lock=False)
     except ParameterMismatch as err:
         return set(), {}, str(err)
+    outside = sweep.outside(points)
+    if outside and not options.prune:
+        return set(), {}, (f"{sweep.csv_path} holds {len(outside)} finished point(s) outside "
+                           "the requested grid; pass --prune to drop them")
     done = {i for i, p in enumerate(points) if sweep.is_done(p)}
     partial = {i: len(sweep.stored_chunks(p)) for i, p in enumerate(points) if i not in done}
     return done, partial, None

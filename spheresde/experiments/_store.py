@@ -9,9 +9,30 @@ whole CSV through a temporary file and :func:`os.replace`, so an interrupted swe
 torn one. Re-running with the same parameters computes only the missing points.
 
 The identity of a sweep is every parameter except its grid axes: the same command with
-one more beta computes only the new points (finished points still on the grid are
-kept, points no longer on it leave the CSV); another value of a non-grid parameter (the
-horizon, the seed, ...) refuses (:class:`ParameterMismatch`) unless told to overwrite.
+one more beta computes only the new points; a grid without some stored points refuses
+unless told to prune them (a typo in a grid never deletes finished points); another
+value of a non-grid parameter (the horizon, the seed, ...) refuses
+(:class:`ParameterMismatch`) unless told to overwrite, and overwriting replaces a store
+only when its parameters differ, so an interrupted overwriting run resumes.
+
+**Checks.** Whatever is read back is checked first. ``NAME.json`` records a CRC-32
+digest of every point's CSV lines (``digests``; written before the CSV, so that a crash
+between the two leaves at most a digest of a point still to compute), and a stored
+sweep is refused (:class:`CorruptStore`, one line naming the file, the row and what to
+do) when its JSON is not a sweep's metadata or when a CSV row has another header, a
+field that does not parse as its type, another value of an echoed parameter or of a
+field the sweep fixes (``expect``), a point repeated, or lines that do not match their
+digest. A sweep stored before digests existed is read with every check but the last.
+Chunk records are checked by the experiment's own rule (lengths, non-negative counts
+that sum to the chunk's size); a chunk cache that fails is only a cache: it is
+discarded with one :class:`StoreWarning` and its chunks are computed again.
+
+**One writer.** Opening a sweep to write takes an advisory lock (:func:`fcntl.flock`)
+on ``NAME.lock`` in the output directory, which records the holder (process id, host,
+start time); the operating system releases it when the process ends, however it ends,
+so a killed run leaves no stale lock. A second writer of the same sweep is refused
+(:class:`StoreLocked`, naming the holder) or waits for it. Several jobs therefore run
+side by side in separate output directories, or as one job with several workers.
 
 **Chunks.** A grid point's trajectories are split into chunks of ``chunk_size``
 (the last one shorter), and chunk ``k`` of a point draws its randomness from
@@ -23,19 +44,23 @@ which order, and are identical to the last digit (on the same kind of device). T
 chunk size is part of the sweep's identity (another chunk size means other random
 streams, so other numbers). Finished chunks of unfinished points are kept in
 ``NAME.chunks.json`` (atomically, after every chunk), so a killed run loses at most the
-chunks in flight. The submitting process is the only writer of all three files.
+chunks in flight. The submitting process is the only writer of all three files; a
+chunk cache of a finished point (left by a crash) is ignored.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import fcntl
 import io
 import json
 import os
+import socket
 import tempfile
 import time
 import typing
+import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
@@ -46,7 +71,20 @@ from tqdm.auto import tqdm
 
 
 class ParameterMismatch(Exception):
-    """The output directory holds a sweep made with other parameters."""
+    """The output directory holds a sweep made with other parameters (or other points)."""
+
+
+class CorruptStore(ParameterMismatch):
+    """A stored CSV or JSON fails its check; the message names the file, the row and what
+    to do."""
+
+
+class StoreLocked(ParameterMismatch):
+    """Another process is writing the same sweep; the message names it."""
+
+
+class StoreWarning(UserWarning):
+    """A damaged chunk cache was discarded (its chunks are computed again)."""
 
 
 def format_value(value: Any) -> str:
@@ -88,7 +126,10 @@ def chunk_sizes(samples: int, chunk_size: int) -> list[int]:
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` in one step (temporary file, fsync, :func:`os.replace`)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise _naming(err, path) from err
     try:
         with os.fdopen(fd, "w", newline="") as f:
             f.write(text)
@@ -96,9 +137,17 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _naming(err, path) from err
         raise
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """``err`` about ``path``, the file it was for, not the temporary one (the same errno,
+    so the same subclass: ``PermissionError``, ...)."""
+    return OSError(err.errno, err.strerror or str(err), os.fspath(path))
 
 
 def _normalized(params: dict[str, Any]) -> dict[str, Any]:
@@ -137,6 +186,10 @@ class Sweep(Generic[R]):
     A point may give several rows (a training run: one row per epoch); they are saved
     together when the point is finished, and a resumed sweep skips the point.
 
+    Opening a sweep takes its lock (unless ``lock=False``: read only) and checks what
+    is stored (see the module docstring); :meth:`run_chunked` releases the lock when it
+    ends, :meth:`close` (or leaving a ``with`` block) otherwise.
+
     Parameters
     ----------
     out
@@ -159,10 +212,18 @@ class Sweep(Generic[R]):
     chunk_size
         Trajectories per chunk (see the module docstring); part of the identity.
     overwrite
-        Discard a stored sweep with different parameters instead of refusing.
+        Replace a stored sweep whose parameters differ, or that fails its check, instead
+        of refusing (a stored sweep with the same parameters is resumed).
     meta
         Further metadata for ``NAME.json`` (library versions, say); not part of the
         resume identity.
+    expect
+        Row fields with the value every stored row must have (e.g. the trajectories
+        behind a point's fractions).
+    lock
+        Take the sweep's lock (:class:`StoreLocked` if another process holds it).
+    wait
+        Wait for another writer to finish instead of refusing.
     """
 
     def __init__(
@@ -178,8 +239,11 @@ class Sweep(Generic[R]):
         chunk_size: int | None = None,
         overwrite: bool = False,
         meta: dict[str, Any] | None = None,
+        expect: dict[str, Any] | None = None,
+        lock: bool = True,
+        wait: bool = False,
     ):
-        from .. import __version__
+        from .. import __version__  # spheresde/__init__ imports this layer before it
 
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -187,12 +251,14 @@ class Sweep(Generic[R]):
         self.csv_path = self.out / f"{name}.csv"
         self.meta_path = self.out / f"{name}.json"
         self.chunks_path = self.out / f"{name}.chunks.json"
+        self.lock_path = self.out / f"{name}.lock"
         self.params = _normalized(params)
         self.grid = tuple(grid)
         self.row_type = row_type
         hints = typing.get_type_hints(row_type)
         self.readers = {f.name: _reader(hints[f.name]) for f in dataclasses.fields(row_type)}
         self.echo = {k: _spell(v) for k, v in (echo or {}).items() if k not in self.readers}
+        self.expect = dict(expect or {})
         self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
         self.rows: dict[tuple[str, ...], list[R]] = {}
@@ -208,20 +274,94 @@ class Sweep(Generic[R]):
             "runs": [],
             **(meta or {}),
         }
-        stored = self._load_meta()
-        if stored is not None and not overwrite:
-            if (self._identity(stored.get("params") or {}) != self._identity(self.params)
-                    or stored.get("columns") != self.columns
-                    or stored.get("chunk_size") != chunk_size):
+        self._lock_file: Any = None
+        if lock:
+            self._lock(wait)
+        try:
+            self._open(overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ the lock
+
+    def _lock(self, wait: bool) -> None:
+        handle = self.lock_path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise StoreLocked(
+                f"{self.csv_path} is being written by {holder}; let it finish (or pass "
+                "--wait to wait for it), or write into another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def close(self) -> None:
+        """Release the lock (the files are already saved); idempotent."""
+        if self._lock_file is not None:
+            self._lock_file.truncate(0)  # no holder named once nobody holds it
+            self._lock_file.close()  # closing the file releases the flock
+            self._lock_file = None
+
+    def __enter__(self) -> Sweep[R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def _open(self, overwrite: bool) -> None:
+        try:
+            stored = self._load_meta()
+        except CorruptStore:
+            if not overwrite:
+                raise
+            stored = None
+        if stored is None:
+            if self.csv_path.exists() and not overwrite:
+                raise ParameterMismatch(
+                    f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
+                    "pass --overwrite to replace it"
+                )
+            self._discard()
+            return
+        same = (self._identity(stored["params"]) == self._identity(self.params)
+                and stored.get("columns") == self.columns
+                and stored.get("chunk_size") == self.meta["chunk_size"])
+        if not same:
+            if not overwrite:
                 raise ParameterMismatch(self._mismatch_message(stored))
-            self.meta["runs"] = stored.get("runs", [])
-            self._load_rows()
-            self._load_partial()
-        elif stored is None and self.csv_path.exists() and not overwrite:
-            raise ParameterMismatch(
-                f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
-                "pass --overwrite to replace it"
-            )
+            self._discard()
+            return
+        try:
+            self._load_rows(stored.get("digests"))
+        except CorruptStore:
+            if not overwrite:
+                raise
+            self.rows = {}
+            self._discard()
+            return
+        self.meta["runs"] = stored["runs"]
+        self._load_partial()
+
+    def _discard(self) -> None:
+        """Start afresh: the old table and chunks go first, so that a crash before the
+        first save leaves no table of other parameters beside new metadata."""
+        self.csv_path.unlink(missing_ok=True)
+        self.chunks_path.unlink(missing_ok=True)
+
+    def _refuse(self, path: Path, what: str) -> CorruptStore:
+        return CorruptStore(f"{path}: {what}; restore the file, or pass --overwrite to "
+                            "compute the sweep afresh")
 
     def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k not in self.grid}
@@ -230,11 +370,21 @@ class Sweep(Generic[R]):
         if not self.meta_path.exists():
             return None
         try:
-            return json.loads(self.meta_path.read_text())
-        except json.JSONDecodeError as err:
-            raise ParameterMismatch(
-                f"{self.meta_path} is not valid JSON ({err}); pass --overwrite to start afresh"
-            ) from err
+            stored = json.loads(self.meta_path.read_text())
+        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
+            raise self._refuse(self.meta_path, f"not valid JSON ({err})") from None
+        if not isinstance(stored, dict):
+            raise self._refuse(self.meta_path, f"a JSON {type(stored).__name__}, not the "
+                                               "metadata of a sweep")
+        for key, kind in (("params", dict), ("runs", list), ("columns", list)):
+            if not isinstance(stored.get(key), kind):
+                raise self._refuse(self.meta_path, f"'{key}' is missing or not a JSON "
+                                                   f"{'object' if kind is dict else 'list'}")
+        digests = stored.get("digests")
+        if digests is not None and not (
+                isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values())):
+            raise self._refuse(self.meta_path, "'digests' is not an object of digests")
+        return stored
 
     def _mismatch_message(self, stored_meta: dict[str, Any]) -> str:
         stored = {**self._identity(stored_meta.get("params") or {}),
@@ -250,35 +400,130 @@ class Sweep(Generic[R]):
             f"({details or 'different columns'}); use another --out or pass --overwrite"
         )
 
-    def _load_rows(self) -> None:
+    def _load_rows(self, digests: dict[str, str] | None) -> None:
+        """Read the stored rows, checking each (see the module docstring)."""
         if not self.csv_path.exists():
             return
-        with self.csv_path.open(newline="") as f:
-            for text in csv.DictReader(f):
-                row = self.row_type(**{k: read(text[k]) for k, read in self.readers.items()})
-                self.rows.setdefault(self._key(dataclasses.asdict(row)), []).append(row)
+        path = self.csv_path
+        lines: dict[tuple[str, ...], list[list[str]]] = {}
+        try:
+            with path.open(newline="") as f:
+                table = list(csv.reader(f))
+        except (UnicodeError, csv.Error) as err:
+            raise self._refuse(path, f"not a CSV table ({err})") from None
+        if not table or table[0] != self.columns:
+            raise self._refuse(path, f"the header is not the sweep's columns "
+                                     f"{','.join(self.columns)}")
+        previous = None
+        for number, values in enumerate(table[1:], start=2):
+            where = f"row {number}"
+            if len(values) != len(self.columns):
+                raise self._refuse(path, f"{where} has {len(values)} fields, not "
+                                         f"{len(self.columns)}")
+            text = dict(zip(self.columns, values, strict=True))
+            fields = {}
+            for column, read in self.readers.items():
+                try:
+                    fields[column] = read(text[column])
+                except (TypeError, ValueError):
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r} does "
+                                             "not parse") from None
+            row = self.row_type(**fields)
+            for column, value in self.echo.items():
+                if text[column] != value:
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
+                                             f"sweep's is {value!r}")
+            for column, value in self.expect.items():
+                if fields[column] != value:
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
+                                             f"sweep's is {format_value(value)!r}")
+            key = self._key(fields)
+            if key in lines and (key != previous or values in lines[key]):
+                raise self._refuse(path, f"{where} repeats the point "
+                                         f"{self._describe(key)}")
+            lines.setdefault(key, []).append(values)
+            self.rows.setdefault(key, []).append(row)
+            previous = key
+        if digests is None:  # a sweep stored before digests existed
+            return
+        for key, values in lines.items():
+            digest = digests.get("|".join(key))
+            if digest is None:
+                raise self._refuse(path, f"the point {self._describe(key)} is not recorded "
+                                         f"in {self.meta_path.name}")
+            if digest != _digest(values):
+                raise self._refuse(path, f"the rows of {self._describe(key)} do not match "
+                                         f"their digest in {self.meta_path.name}")
 
     def _load_partial(self) -> None:
+        """Read the chunk cache; a cache that is not one is discarded (a warning)."""
         if not self.chunks_path.exists():
             return
         try:
-            self.partial = json.loads(self.chunks_path.read_text())["points"]
-        except (json.JSONDecodeError, KeyError):
-            self.partial = {}  # only a cache of finished chunks: recompute them
+            points = json.loads(self.chunks_path.read_text())["points"]
+            if not (isinstance(points, dict) and all(
+                    isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
+                    and len(key.split("|")) == len(self.key_columns)
+                    for key, chunks in points.items())):
+                raise ValueError("not an object of points, chunks and counts")
+        except (ValueError, TypeError, KeyError) as err:  # UnicodeError is a ValueError
+            self._drop_partial(f"{err}" if isinstance(err, ValueError) else "no 'points'")
+            return
+        self.partial = points
+
+    def _drop_partial(self, why: str) -> None:
+        warnings.warn(StoreWarning(
+            f"{self.chunks_path}: a damaged chunk cache ({why}) is discarded; its chunks are "
+            "computed again"), stacklevel=3)
+        self.partial = {}
+
+    def _check_partial(self, needed: dict[str, int],
+                       check: Callable[[dict[str, Any], int, Counts], str | None] | None,
+                       points: dict[str, dict[str, Any]]) -> None:
+        """Check every cached chunk of a pending point: a chunk index it has, counts that
+        ``check(point, k, counts)`` accepts; any failure discards the whole cache."""
+        for key, chunks in self.partial.items():
+            if key not in needed:
+                continue
+            for index, counts in chunks.items():
+                if not index.isdigit() or int(index) >= needed[key]:
+                    why = f"point {key} has no chunk {index!r}"
+                elif check is not None and (problem := check(points[key], int(index), counts)):
+                    why = f"point {key}, chunk {index}: {problem}"
+                else:
+                    continue
+                self._drop_partial(why)
+                return
 
     def _key(self, point: dict[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[c]) for c in self.key_columns)
+
+    def _describe(self, key: tuple[str, ...]) -> str:
+        return " ".join(f"{c}={v}" for c, v in zip(self.key_columns, key, strict=True))
+
+    def outside(self, points: Sequence[dict[str, Any]]) -> list[str]:
+        """The stored points that are not among ``points``, described (``d=3 beta=0.5``)."""
+        on_grid = {self._key(p) for p in points}
+        return [self._describe(k) for k in self.rows if k not in on_grid]
+
+    # ------------------------------------------------------------------ writing
 
     def _write(self, order: Iterable[tuple[str, ...]]) -> None:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(self.columns)
+        digests = {}
         for key in order:
-            for typed in self.rows.get(key, ()):
-                row = dataclasses.asdict(typed)
-                writer.writerow([_spell(row[c]) for c in self.readers] + list(self.echo.values()))
-        atomic_write_text(self.csv_path, buf.getvalue())
+            values = [[_spell(row[c]) for c in self.readers] + list(self.echo.values())
+                      for row in map(dataclasses.asdict, self.rows.get(key, ()))]
+            if values:
+                writer.writerows(values)
+                digests["|".join(key)] = _digest(values)
+        self.meta["digests"] = digests
+        # the metadata first: a crash before the table leaves a digest of a point still
+        # to compute, never a row without its digest
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(self.csv_path, buf.getvalue())
         self._write_partial()
 
     def _write_partial(self) -> None:
@@ -318,13 +563,15 @@ class Sweep(Generic[R]):
         *,
         quiet: bool = False,
         desc: str | None = None,
+        prune: bool = False,
     ) -> list[R]:
         """Compute every missing point in one piece each, saving after each; return all
         rows in grid order. ``compute(point)`` returns the row (an instance of
         ``row_type`` whose key fields are the point's coordinates), or a non-empty list
         of such rows."""
         return self.run_chunked(points, lambda point: 1, lambda point, k: compute(point),
-                                lambda point, pieces: pieces[0], quiet=quiet, desc=desc)
+                                lambda point, pieces: pieces[0], quiet=quiet, desc=desc,
+                                prune=prune)
 
     def run_chunked(
         self,
@@ -336,6 +583,8 @@ class Sweep(Generic[R]):
         executor: Any = None,
         quiet: bool = False,
         desc: str | None = None,
+        check: Callable[[dict[str, Any], int, Counts], str | None] | None = None,
+        prune: bool = False,
     ) -> list[R]:
         """Compute every missing chunk of every missing point; return all rows in grid order.
 
@@ -345,15 +594,38 @@ class Sweep(Generic[R]):
         from the results of all its chunks, in chunk order. ``executor`` (see
         :mod:`spheresde.experiments._executors`; None: in this process, in task order)
         runs the chunks, in any order and anywhere; this process alone writes the files.
+        ``check(point, k, counts)`` says what is wrong with stored counts (None: nothing).
+        Stored points outside ``points`` refuse (:class:`ParameterMismatch`) unless
+        ``prune`` drops them. The lock is released when this returns or raises.
         """
+        try:
+            return self._run_chunked(points, chunks, chunk, finish, executor=executor,
+                                     quiet=quiet, desc=desc, check=check, prune=prune)
+        finally:
+            self.close()
+
+    def _run_chunked(self, points, chunks, chunk, finish, *, executor, quiet, desc, check,
+                     prune) -> list[R]:
         order = [self._key(p) for p in points]
-        # points no longer on the grid leave the table and the chunk store
+        outside = self.outside(points)
+        if outside and not prune:
+            shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more"
+                                              if len(outside) > 3 else "")
+            raise ParameterMismatch(
+                f"{self.csv_path} holds {len(outside)} finished point(s) outside the "
+                f"requested grid ({shown}); add them to the grid to keep them, or pass "
+                "--prune to drop them")
         on_grid = set(order)
-        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}
+        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}  # pruned, if any
+        # off the grid, unfinished points keep their chunks unless pruned; a finished
+        # point's chunks (a crash between the table and the cache) are dropped
         self.partial = {k: v for k, v in self.partial.items()
-                        if tuple(k.split("|")) in on_grid}
+                        if tuple(k.split("|")) not in self.rows
+                        and (not prune or tuple(k.split("|")) in on_grid)}
         pending = [p for p in points if not self.is_done(p)]
         needed = {self._key(p): chunks(p) for p in pending}
+        self._check_partial({"|".join(k): n for k, n in needed.items()}, check,
+                            {"|".join(self._key(p)): p for p in pending})
         results: dict[tuple[str, ...], dict[int, Any]] = {
             self._key(p): self.stored_chunks(p) for p in pending}
         tasks = [(p, k) for p in pending for k in range(needed[self._key(p)])
@@ -413,3 +685,8 @@ class Sweep(Generic[R]):
         record["finished"] = True
         self._write(order)
         return [row for k in order for row in self.rows[k]]
+
+
+def _digest(lines: list[list[str]]) -> str:
+    """CRC-32 (8 hex digits) of a point's CSV lines, fields joined by commas."""
+    return f"{zlib.crc32(chr(10).join(','.join(v) for v in lines).encode()):08x}"

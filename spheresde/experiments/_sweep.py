@@ -19,6 +19,8 @@ from typing import Any, Generic
 
 from ._executors import executor_for
 from ._plan import plan_lines
+from ._simulate import counts_problem
+from ._spec import BadParameters
 from ._store import Counts, R, Sweep, chunk_sizes
 
 
@@ -41,7 +43,9 @@ class RunOptions:
     ``chunk_size``: trajectories per chunk; ``workers``: run the chunks on a
     ``dask.distributed`` LocalCluster of that many worker processes (0: in this
     process); ``scheduler``: the address of an existing Dask scheduler instead;
-    ``dry_run``: print the plan and a wall-time estimate, write nothing.
+    ``dry_run``: print the plan and a wall-time estimate, write nothing; ``wait``: wait
+    for another process writing the same sweep instead of refusing; ``prune``: drop the
+    stored points outside the requested grid instead of refusing.
     """
 
     quiet: bool = False
@@ -50,6 +54,13 @@ class RunOptions:
     workers: int = 0
     scheduler: str | None = None
     dry_run: bool = False
+    wait: bool = False
+    prune: bool = False
+
+    def __post_init__(self):
+        if self.workers and self.scheduler is not None:
+            raise BadParameters("workers starts a local Dask cluster and scheduler uses an "
+                                "existing one: give one of them")
 
 
 def run_options(options: RunOptions | None, *, quiet: bool = False,
@@ -97,12 +108,15 @@ def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
     if options.dry_run:
         return plan_lines(spec, out, name, row_type, points, sizes, steps, grid, chunk, options)
     sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), grid=grid,
-                  echo=spec.echo(), chunk_size=options.chunk_size, overwrite=options.overwrite)
+                  echo=spec.echo(), chunk_size=options.chunk_size, overwrite=options.overwrite,
+                  expect=_expected(row_type, samples), wait=options.wait)
     task = functools.partial(_chunk_task, chunk, spec, tuple(sizes))
-    with executor_for(options) if executor is None else _borrowed(executor) as running:
+    with sweep, executor_for(options) if executor is None else _borrowed(executor) as running:
         rows = sweep.run_chunked(points, lambda point: len(sizes), task,
                                  lambda point, counts: finish(spec, point, counts),
-                                 executor=running, quiet=options.quiet, desc=desc)
+                                 executor=running, quiet=options.quiet, desc=desc,
+                                 check=lambda point, k, counts: counts_problem(counts, sizes[k]),
+                                 prune=options.prune)
     png = plot(rows, spec, Path(out) / f"{name}.png")
     return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
@@ -110,7 +124,7 @@ def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
 def run_point_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
                     compute: Callable[[Any, dict[str, Any]], R | list[R]],
                     plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
-                    quiet: bool = False, overwrite: bool = False,
+                    options: RunOptions | None = None,
                     meta: dict[str, Any] | None = None) -> SweepResult[R]:
     """A sweep whose points are not Monte Carlo (no chunks, run in this process): open
     the store, compute each missing point of ``spec.points()`` with
@@ -118,14 +132,23 @@ def run_point_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
 
     The resume identity is ``spec.params()`` (its grid axes, the tuple fields, may
     change), the echoed columns ``spec.echo()``; ``meta`` goes into the JSON beside them.
+    ``options``: quiet, overwrite, wait and prune (the others are for chunked sweeps).
     """
+    options = RunOptions() if options is None else options
     points = spec.points()
     grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
     sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), grid=grid,
-                  echo=spec.echo(), overwrite=overwrite, meta=meta)
-    rows = sweep.run(points, lambda point: compute(spec, point), quiet=quiet, desc=desc)
+                  echo=spec.echo(), overwrite=options.overwrite, meta=meta, wait=options.wait)
+    rows = sweep.run(points, lambda point: compute(spec, point), quiet=options.quiet,
+                     desc=desc, prune=options.prune)
     png = plot(rows, spec, Path(out) / f"{name}.png")
     return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+
+
+def _expected(row_type: type, samples: int) -> dict[str, int]:
+    """The row fields every stored row of a Monte Carlo sweep must have: its trajectories."""
+    names = {f.name for f in dataclasses.fields(row_type)}
+    return {"trajectories": samples} if "trajectories" in names else {}
 
 
 def _chunk_task(chunk, spec, sizes, point, k):

@@ -21,6 +21,7 @@ from ._spec import (
     TOL,
     ExperimentSpec,
     at_least,
+    at_least_one_layer,
     greater_than,
     param,
 )
@@ -70,7 +71,7 @@ class HybridSpec(ExperimentSpec):
 
     command: ClassVar[str] = "hybrid"
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon)
+    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon, at_least_one_layer)
     unused: ClassVar[dict[str, tuple[str, ...]]] = {
         "exact": (*SAMPLING, "horizon_scale", "max_horizon")}
 

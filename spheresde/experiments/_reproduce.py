@@ -15,6 +15,7 @@ from ._scales import SCALES
 from ._spec import SEED, ExperimentSpec, param
 from ._store import atomic_write_text
 from ._sweep import RunOptions, run_options
+from ._train import load_data
 
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
@@ -83,6 +84,7 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
     if "train" in sweeps and spec.data_dir:  # the paper's data set, when it is at hand
         sweeps["train"] = replace(sweeps["train"], dataset="cifar10", data_dir=spec.data_dir,
                                   patch=4)
+        load_data(sweeps["train"], spec.seed)  # a bad folder fails before the first sweep
     if options.dry_run:
         return [line for name, sweep in sweeps.items()
                 for line in RUNNERS[sweep.command](sweep, out, name=name, options=options)]

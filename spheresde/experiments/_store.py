@@ -129,7 +129,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:
-        raise _naming(err, path) from err
+        raise oserror_for(err, path) from err
     try:
         with os.fdopen(fd, "w", newline="") as f:
             f.write(text)
@@ -140,12 +140,12 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError):
-            raise _naming(err, path) from err
+            raise oserror_for(err, path) from err
         raise
 
 
-def _naming(err: OSError, path: Path) -> OSError:
-    """``err`` about ``path``, the file it was for, not the temporary one (the same errno,
+def oserror_for(err: OSError, path: str | os.PathLike) -> OSError:
+    """``err`` about ``path``, the file it was for, not its temporary file (the same errno,
     so the same subclass: ``PermissionError``, ...)."""
     return OSError(err.errno, err.strerror or str(err), os.fspath(path))
 
@@ -460,14 +460,16 @@ class Sweep(Generic[R]):
         if not self.chunks_path.exists():
             return
         try:
-            points = json.loads(self.chunks_path.read_text())["points"]
-            if not (isinstance(points, dict) and all(
-                    isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
-                    and len(key.split("|")) == len(self.key_columns)
-                    for key, chunks in points.items())):
-                raise ValueError("not an object of points, chunks and counts")
-        except (ValueError, TypeError, KeyError) as err:  # UnicodeError is a ValueError
-            self._drop_partial(f"{err}" if isinstance(err, ValueError) else "no 'points'")
+            stored = json.loads(self.chunks_path.read_text())
+        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
+            self._drop_partial(f"not valid JSON: {err}")
+            return
+        points = stored.get("points") if isinstance(stored, dict) else None
+        if not (isinstance(points, dict) and all(
+                isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
+                and len(key.split("|")) == len(self.key_columns)
+                for key, chunks in points.items())):
+            self._drop_partial("not an object of points, chunks and counts")
             return
         self.partial = points
 

@@ -43,7 +43,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .experiments import SPECS, BadParameters, ParameterMismatch, run
+from .experiments import SPECS, BadParameters, ParameterMismatch, StoreWarning, run
 from .experiments._spec import SpecField, problem
 from .experiments._sweep import RunOptions
 from .experiments.registry import CHUNKED, STORED
@@ -192,8 +192,20 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``spheresde`` command line; return the exit status."""
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
+    where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
+    try:
+        return _main(argv, where)
+    except BaseException as err:  # Ctrl-C at any moment, also while parsing
+        if "--debug" in argv or not _is_fault(err):
+            raise
+        print(_fault_line(where["command"], where["out"], err), file=sys.stderr)
+        return 130 if _interrupted(err) else 1
+
+
+def _main(argv: list[str], where: dict[str, str]) -> int:
     args, unknown = build_parser().parse_known_args(argv)
     sub = args.parser
+    where.update(command=args.command, out=args.out)
     if unknown:
         # The sub-command's parser, so that the message points to its --help.
         sub.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -207,24 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     if given.get("workers") and given.get("scheduler"):
         sub.error("--workers starts a local cluster and --scheduler uses another: give one")
     options = RunOptions(**given)
+    out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
     try:
-        out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
-        try:
-            with warnings.catch_warnings():
-                if args.quiet:
-                    # NumPy/SciPy floating-point RuntimeWarnings (overflow to inf in a
-                    # quadrature or a threshold where none exists) are not for the
-                    # reader of a quiet run; the results mark such points themselves.
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                warnings.showwarning = _one_line(args.command)  # restored on leaving
-                lines = run(spec, out, options=options)
-        except (ParameterMismatch, BadParameters) as err:
-            sub.error(str(err))
-    except BaseException as err:
-        if args.debug or not _is_fault(err):
-            raise
-        print(_fault_line(args.command, args.out, err), file=sys.stderr)
-        return 130 if _interrupted(err) else 1
+        with warnings.catch_warnings():
+            if args.quiet:
+                # NumPy/SciPy floating-point RuntimeWarnings (overflow to inf in a
+                # quadrature or a threshold where none exists) are not for the
+                # reader of a quiet run; the results mark such points themselves.
+                warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("always", StoreWarning)  # shown, as one line:
+            warnings.showwarning = _one_line(args.command)  # restored on leaving
+            lines = run(spec, out, options=options)
+    except (ParameterMismatch, BadParameters) as err:
+        sub.error(str(err))
     if not args.quiet or args.dry_run:
         for line in lines:
             print(line)

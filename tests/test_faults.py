@@ -418,36 +418,34 @@ def test_the_python_api_asks_for_an_output_directory(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ Monte Carlo and Dask
 
 
-@pytest.mark.slow
-def test_a_partial_sweep_stored_before_digests_resumes_its_chunks(tmp_path):
-    # tests/data/sweep_v0_partial: the same sweep for d = 3, interrupted after 3 chunks
-    from spheresde.experiments import PhaseSpec, RunOptions, run_phase
-
-    shutil.copytree(DATA / "sweep_v0_partial", tmp_path, dirs_exist_ok=True)
-    spec = PhaseSpec(dims=(3,), betas=(0.5, 1.0), trajectories=8, layers=2, horizon=1.0)
-    run_phase(spec, tmp_path, options=RunOptions(chunk_size=4, quiet=True))
-    finished = (DATA / "sweep_v0" / "phase.csv").read_text().splitlines()
-    assert (tmp_path / "phase.csv").read_text().splitlines() == finished[:3]
-    runs = json.loads((tmp_path / "phase.json").read_text())["runs"]
-    assert runs[-1]["chunks_computed"] == 1  # of 4: the other three were stored
+PARTIAL = ["phase", "--dims", "3", "--betas", "0.5,1", "--trajectories", "8", "--layers", "2",
+           "--horizon", "1", "--chunk-size", "4", "--quiet"]
 
 
 @pytest.mark.slow
-def test_forged_counts_in_a_monte_carlo_sweep_are_recomputed(tmp_path, capsys):
-    shutil.copytree(DATA / "sweep_v0_partial", tmp_path, dirs_exist_ok=True)
-    path = tmp_path / "phase.chunks.json"
-    cache = json.loads(path.read_text())
-    cache["points"]["3|1.0"]["0"]["outcomes"] = [0, 500, 4]
-    path.write_text(json.dumps(cache))
-    assert main(["phase", "--dims", "3", "--betas", "0.5,1", "--trajectories", "8", "--layers",
-                 "2", "--horizon", "1", "--chunk-size", "4", "--out", str(tmp_path),
-                 "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1
-    assert err[0].startswith("spheresde phase: warning: ")
-    assert "sum to 4" in err[0]
-    finished = (DATA / "sweep_v0" / "phase.csv").read_text().splitlines()
-    assert (tmp_path / "phase.csv").read_text().splitlines() == finished[:3]
+def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_path, capsys):
+    # tests/data/sweep_v0_partial: the sweep of tests/data/sweep_v0 for d = 3, interrupted
+    # with the point beta = 0.5 finished and chunk 0 of 2 of beta = 1 in the chunk cache
+    finished = (DATA / "sweep_v0" / "phase.csv").read_text().splitlines()[:3]
+    for case in ("as stored", "forged"):
+        out = tmp_path / case
+        shutil.copytree(DATA / "sweep_v0_partial", out)
+        if case == "forged":
+            cache = json.loads((out / "phase.chunks.json").read_text())
+            cache["points"]["3|1.0"]["0"]["outcomes"] = [0, 500, 4]  # a row of 504 samples
+            (out / "phase.chunks.json").write_text(json.dumps(cache))
+        assert main([*PARTIAL, "--out", str(out)]) == 0
+        assert (out / "phase.csv").read_text().splitlines() == finished  # as if never cut
+        runs = json.loads((out / "phase.json").read_text())["runs"]
+        err = capsys.readouterr().err.strip().splitlines()
+        if case == "as stored":
+            assert runs[-1]["chunks_computed"] == 1  # the stored chunk is not recomputed
+            assert not err
+        else:
+            assert runs[-1]["chunks_computed"] == 2  # the forged chunk is
+            assert len(err) == 1
+            assert err[0].startswith("spheresde phase: warning: ")
+            assert "outcomes [0, 500, 4] are not 3 non-negative counts that sum to 4" in err[0]
 
 
 def kills_its_worker(spec, point, k, size):
@@ -460,11 +458,14 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     import sys
 
     import cloudpickle
+    import dask
 
     import spheresde.experiments._phase as phase
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import it
     monkeypatch.setattr(phase, "_chunk", kills_its_worker)
+    # a chunk is given up after it killed 2 workers (Dask's default: 4)
+    monkeypatch.setitem(dask.config.config["distributed"]["scheduler"], "allowed-failures", 1)
     try:
         status = main(["phase", "--dims", "3", "--betas", "1", "--trajectories", "8",
                        "--layers", "2", "--horizon", "1", "--workers", "1", "--out",
@@ -476,3 +477,16 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     assert "spheresde phase: the Dask cluster failed (KilledWorker" in err
     assert "finished grid points are saved" in err
     assert "Traceback" not in err
+
+
+def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
+    import spheresde.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["phase", "--betas", "1"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == ("spheresde phase: interrupted; finished grid points are saved in results, "
+                   "re-run the same command to resume")

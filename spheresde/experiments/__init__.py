@@ -21,7 +21,10 @@ from ._reproduce import ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
 from ._store import (
+    CorruptStore,
     ParameterMismatch,
+    StoreLocked,
+    StoreWarning,
     Sweep,
     atomic_write_text,
     chunk_seed,
@@ -41,6 +44,7 @@ __all__ = [
     "SMOKE",
     "SPECS",
     "BadParameters",
+    "CorruptStore",
     "DominanceRow",
     "DominanceSpec",
     "EdgeRow",
@@ -54,6 +58,8 @@ __all__ = [
     "PhaseSpec",
     "ReproduceSpec",
     "RunOptions",
+    "StoreLocked",
+    "StoreWarning",
     "Sweep",
     "SweepResult",
     "TokensRow",

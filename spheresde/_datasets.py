@@ -78,6 +78,31 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return images, labels.astype(np.int32)
 
 
+def validate_images(images: np.ndarray, labels: np.ndarray, classes: int, source: str | Path,
+                    *, shape: tuple[int, ...] | None = None) -> None:
+    """Check a set of images ``(N, H, W, C)`` and its labels as read from ``source``.
+
+    Raises :class:`DatasetError` (one line naming ``source``) unless there are as many
+    labels as images, every label is an integer in ``0 .. classes - 1`` and every image
+    has the pixel ``shape`` ``(H, W, C)`` of its format (when given).
+    """
+    images, labels = np.asarray(images), np.asarray(labels)
+    if images.ndim != 4 or (shape is not None and images.shape[1:] != tuple(shape)):
+        wanted = f"(N, {', '.join(map(str, shape))})" if shape else "(N, H, W, C)"
+        raise DatasetError(f"{source}: images of shape {images.shape}, expected {wanted}")
+    if labels.shape != (images.shape[0],):
+        raise DatasetError(f"{source}: {images.shape[0]} images but labels of shape "
+                           f"{labels.shape}; expected one label per image")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise DatasetError(f"{source}: labels of type {labels.dtype}, expected integers")
+    outside = (labels < 0) | (labels >= classes)
+    if outside.any():
+        first = int(np.argmax(outside))
+        raise DatasetError(f"{source}: {int(outside.sum())} labels outside 0..{classes - 1} "
+                           f"(the first: image {first}, label {int(labels[first])}); the file "
+                           "is damaged or of another data set")
+
+
 def load_cifar10(data_dir: str | Path) -> ImageData:
     """CIFAR-10 from the official python-version batches in ``data_dir`` (no download).
 
@@ -124,27 +149,3 @@ def patchify(images: np.ndarray, patch: int) -> np.ndarray:
 __all__ = ["CIFAR10_FILES", "CIFAR10_URL", "DatasetError", "ImageData", "load_cifar10",
            "load_dataset", "load_digits", "patchify"]
 
-
-def validate_images(images: np.ndarray, labels: np.ndarray, classes: int, source: str | Path,
-                    *, shape: tuple[int, ...] | None = None) -> None:
-    """Check a set of images ``(N, H, W, C)`` and its labels as read from ``source``.
-
-    Raises :class:`DatasetError` (one line naming ``source``) unless there are as many
-    labels as images, every label is an integer in ``0 .. classes - 1`` and every image
-    has the pixel ``shape`` ``(H, W, C)`` of its format (when given).
-    """
-    images, labels = np.asarray(images), np.asarray(labels)
-    if images.ndim != 4 or (shape is not None and images.shape[1:] != tuple(shape)):
-        wanted = f"(N, {', '.join(map(str, shape))})" if shape else "(N, H, W, C)"
-        raise DatasetError(f"{source}: images of shape {images.shape}, expected {wanted}")
-    if labels.shape != (images.shape[0],):
-        raise DatasetError(f"{source}: {images.shape[0]} images but labels of shape "
-                           f"{labels.shape}; expected one label per image")
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise DatasetError(f"{source}: labels of type {labels.dtype}, expected integers")
-    outside = (labels < 0) | (labels >= classes)
-    if outside.any():
-        first = int(np.argmax(outside))
-        raise DatasetError(f"{source}: {int(outside.sum())} labels outside 0..{classes - 1} "
-                           f"(the first: image {first}, label {int(labels[first])}); the file "
-                           "is damaged or of another data set")

@@ -398,7 +398,7 @@ def test_values_outside_the_numerics_are_refused_up_front(tmp_path, capsys, argv
     (["train", "--chunk-size", "5"], "unrecognized arguments: --chunk-size"),
     (["field", "--scheduler", "tcp://127.0.0.1:1"], "unrecognized arguments: --scheduler"),
     (["field", "--prune"], "unrecognized arguments: --prune"),
-    (["train", "--data-dir", "/tmp"], "--data-dir is for a data set read from a folder"),
+    (["train", "--data-dir", "/tmp"], "--data-dir is not used by --dataset digits"),
 ])
 def test_options_a_command_does_not_use_are_refused(tmp_path, capsys, argv, says):
     assert says in refused(capsys, *argv, "--out", tmp_path)

@@ -15,7 +15,6 @@ from ._scales import SCALES
 from ._spec import SEED, ExperimentSpec, param
 from ._store import atomic_write_text
 from ._sweep import RunOptions, run_options
-from ._train import load_data
 
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
@@ -74,6 +73,7 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
     ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
     from ._field import FieldSpec, run_field
     from ._report import write_report
+    from ._train import load_data
     from .registry import RUNNERS
 
     options = run_options(options, quiet=quiet, overwrite=overwrite)

@@ -30,10 +30,10 @@ def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
     return None
 
 
-def _digits_need_no_folder(spec: TrainSpec) -> str | None:
+def _digits_take_no_folder(spec: TrainSpec) -> str | None:
     if spec.dataset == "digits" and spec.data_dir:
-        return ("--data-dir is for a data set read from a folder; the digits ship with "
-                "scikit-learn (drop --data-dir, or pass --dataset cifar10)")
+        return ("--data-dir is not used by --dataset digits (scikit-learn ships them); "
+                "drop it, or pass --dataset cifar10")
     return None
 
 
@@ -46,7 +46,7 @@ class TrainSpec(ExperimentSpec):
 
     command: ClassVar[str] = "train"
     summary: ClassVar[str] = "Figure 2: train the Transformer, V constant vs random vs identity"
-    rules: ClassVar = (_cifar_needs_a_folder, _digits_need_no_folder)
+    rules: ClassVar = (_cifar_needs_a_folder, _digits_take_no_folder)
 
     weights: tuple[Literal["constant", "random", "identity"], ...] = param(
         ("constant", "random", "identity"),

@@ -148,4 +148,3 @@ def patchify(images: np.ndarray, patch: int) -> np.ndarray:
 
 __all__ = ["CIFAR10_FILES", "CIFAR10_URL", "DatasetError", "ImageData", "load_cifar10",
            "load_dataset", "load_digits", "patchify"]
-

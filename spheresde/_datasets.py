@@ -89,6 +89,31 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return images, labels.astype(np.int32)
 
 
+def validate_images(images: np.ndarray, labels: np.ndarray, classes: int, source: str | Path,
+                    *, shape: tuple[int, ...] | None = None) -> None:
+    """Check a set of images ``(N, H, W, C)`` and its labels as read from ``source``.
+
+    Raises :class:`DatasetError` (one line naming ``source``) unless there are as many
+    labels as images, every label is an integer in ``0 .. classes - 1`` and every image
+    has the pixel ``shape`` ``(H, W, C)`` of its format (when given).
+    """
+    images, labels = np.asarray(images), np.asarray(labels)
+    if images.ndim != 4 or (shape is not None and images.shape[1:] != tuple(shape)):
+        wanted = f"(N, {', '.join(map(str, shape))})" if shape else "(N, H, W, C)"
+        raise DatasetError(f"{source}: images of shape {images.shape}, expected {wanted}")
+    if labels.shape != (images.shape[0],):
+        raise DatasetError(f"{source}: {images.shape[0]} images but labels of shape "
+                           f"{labels.shape}; expected one label per image")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise DatasetError(f"{source}: labels of type {labels.dtype}, expected integers")
+    outside = (labels < 0) | (labels >= classes)
+    if outside.any():
+        first = int(np.argmax(outside))
+        raise DatasetError(f"{source}: {int(outside.sum())} labels outside 0..{classes - 1} "
+                           f"(the first: image {first}, label {int(labels[first])}); the file "
+                           "is damaged or of another data set")
+
+
 def load_cifar10(data_dir: str | Path) -> ImageData:
     """CIFAR-10 from the official python-version batches in ``data_dir`` (no download).
 
@@ -102,6 +127,8 @@ def load_cifar10(data_dir: str | Path) -> ImageData:
             f"files {', '.join(CIFAR10_FILES)} there (download cifar-10-python.tar.gz from "
             f"{CIFAR10_URL} and unpack it; nothing is downloaded for you)")
     batches = [_read_batch(folder / name) for name in CIFAR10_FILES]
+    for name, (images, labels) in zip(CIFAR10_FILES, batches, strict=True):
+        validate_images(images, labels, 10, folder / name, shape=(32, 32, 3))
     x_train = np.concatenate([b[0] for b in batches[:5]]).astype(np.float64) / 255
     y_train = np.concatenate([b[1] for b in batches[:5]])
     x_val, y_val = batches[5]
@@ -161,11 +188,7 @@ def _fashion_split(folder: Path, images: str, labels: str) -> tuple[np.ndarray, 
     if len(x) != len(y):
         raise DatasetError(f"{folder}: {images} has {len(x)} images but {labels} has "
                            f"{len(y)} labels; {_fashion_expected(folder)}")
-    if x.shape[1:] != (28, 28):
-        raise DatasetError(f"{folder / images}: images of {x.shape[1]} x {x.shape[2]} "
-                           f"pixels, Fashion-MNIST's are 28 x 28")
-    if len(y) and y.max() > 9:
-        raise DatasetError(f"{folder / labels}: label {int(y.max())} outside 0..9")
+    validate_images(x[..., None], y, 10, f"{folder / images} and {labels}", shape=(28, 28, 1))
     return x, y.astype(np.int32)
 
 

@@ -17,14 +17,19 @@ once); this module only turns them into argparse options. Every sweep is resumab
 finished grid point is saved at once, re-running the same command computes only what is
 missing, and the same command with other parameters into the same ``--out`` directory
 refuses unless ``--overwrite`` is given (a grid extended by new points computes only
-those). Errors in the arguments print one line and exit with status 2; Ctrl-C exits
-with status 130 and keeps every finished point and chunk.
+those; a grid without some stored points refuses unless ``--prune`` drops them). A
+second run writing the same sweep is refused, naming the first, or waits for it with
+``--wait``. Errors in the arguments, and stored files that fail their check, print one
+line and exit with status 2; a fault while running (a full disk, an unreadable file, a
+failed Dask cluster) prints one line and exits with status 1, Ctrl-C with status 130,
+and both keep every finished point and chunk (``--debug`` shows the traceback).
 
 How to run, never what (no number changes): ``--workers N`` runs the chunks of the
 sweep on a local Dask cluster, ``--scheduler ADDRESS`` on an existing one,
 ``--dry-run`` prints the plan and a wall-time estimate and writes nothing. The chunk
 size (``--chunk-size``) is recorded with the sweep: another chunk size is another
-random stream, so it refuses like another parameter would.
+random stream, so it refuses like another parameter would. These three are offered by
+the sub-commands whose sweeps run in chunks only (not ``train``, not ``field``).
 """
 
 from __future__ import annotations
@@ -38,12 +43,14 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .experiments import SPECS, BadParameters, ParameterMismatch, run
+from .experiments import SPECS, BadParameters, ParameterMismatch, StoreWarning, run
 from .experiments._spec import SpecField, problem
 from .experiments._sweep import RunOptions
+from .experiments.registry import CHUNKED, STORED
 
 # how to run, not what: never in a spec
-RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run")
+RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run",
+               "wait", "prune", "debug")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,17 +105,28 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", default="results", metavar="DIR",
                        help="output directory (default: results)")
         p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
-        p.add_argument("--overwrite", action="store_true",
-                       help="replace a stored sweep made with other parameters")
-        p.add_argument("--chunk-size", type=_positive("--chunk-size"),
-                       default=RunOptions.chunk_size, metavar="N",
-                       help="trajectories per chunk, the unit of work, saving and seeding "
-                            f"(default {RunOptions.chunk_size}; recorded with the sweep)")
-        p.add_argument("--workers", type=_positive("--workers"), default=0, metavar="N",
-                       help="run the chunks on a local Dask cluster of N worker processes")
-        p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="run the chunks on an existing Dask cluster, e.g. "
-                            "tcp://10.0.0.5:8786")
+        p.add_argument("--debug", action="store_true",
+                       help="on a fault, show the traceback instead of one line")
+        if command in STORED:
+            p.add_argument("--overwrite", action="store_true",
+                           help="replace a stored sweep made with other parameters, or one "
+                                "that fails its check (the same parameters resume)")
+            p.add_argument("--prune", action="store_true",
+                           help="drop stored points that are not on the requested grid "
+                                "(without it such a grid refuses)")
+            p.add_argument("--wait", action="store_true",
+                           help="wait for another run writing the same sweep to finish "
+                                "(without it the second run refuses)")
+        if command in CHUNKED:
+            p.add_argument("--chunk-size", type=_positive("--chunk-size"),
+                           default=RunOptions.chunk_size, metavar="N",
+                           help="trajectories per chunk, the unit of work, saving and seeding "
+                                f"(default {RunOptions.chunk_size}; recorded with the sweep)")
+            p.add_argument("--workers", type=_positive("--workers"), default=0, metavar="N",
+                           help="run the chunks on a local Dask cluster of N worker processes")
+            p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                           help="run the chunks on an existing Dask cluster, e.g. "
+                                "tcp://10.0.0.5:8786")
         p.add_argument("--dry-run", action="store_true",
                        help="print the plan (points, chunks, trajectory-steps) and a "
                             "wall-time estimate from a short calibration; write nothing")
@@ -150,6 +168,9 @@ def _check_writable(parser: argparse.ArgumentParser, out: str) -> Path:
     return path
 
 
+FLAGS = ("--quiet", "--overwrite", "--dry-run", "--prune", "--wait", "--debug", "--help",
+         "--version")  # the options without a value
+
 # A value that starts with a minus sign: a negative number, list or range ("-1,2", "-2:2:5").
 _NEGATIVE_VALUE = re.compile(r"-(\d|\.\d)")
 
@@ -161,7 +182,7 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     for arg in argv:
         previous = out[-1] if out else ""
         if (_NEGATIVE_VALUE.match(arg) and previous.startswith("--") and "=" not in previous
-                and previous not in ("--quiet", "--overwrite", "--dry-run", "--help", "--version")):
+                and previous not in FLAGS):
             out[-1] = f"{previous}={arg}"
         else:
             out.append(arg)
@@ -171,8 +192,20 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``spheresde`` command line; return the exit status."""
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
+    where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
+    try:
+        return _main(argv, where)
+    except BaseException as err:  # Ctrl-C at any moment, also while parsing
+        if "--debug" in argv or not _is_fault(err):
+            raise
+        print(_fault_line(where["command"], where["out"], err), file=sys.stderr)
+        return 130 if _interrupted(err) else 1
+
+
+def _main(argv: list[str], where: dict[str, str]) -> int:
     args, unknown = build_parser().parse_known_args(argv)
     sub = args.parser
+    where.update(command=args.command, out=args.out)
     if unknown:
         # The sub-command's parser, so that the message points to its --help.
         sub.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -181,33 +214,75 @@ def main(argv: list[str] | None = None) -> int:
         spec = args.spec_cls(**values)
     except BadParameters as err:
         sub.error(str(err))
-    if args.workers and args.scheduler:
+    given = {name: getattr(args, name) for name in RUN_OPTIONS
+             if name not in ("out", "debug") and hasattr(args, name)}  # those offered
+    if given.get("workers") and given.get("scheduler"):
         sub.error("--workers starts a local cluster and --scheduler uses another: give one")
-    options = RunOptions(quiet=args.quiet, overwrite=args.overwrite, chunk_size=args.chunk_size,
-                         workers=args.workers, scheduler=args.scheduler, dry_run=args.dry_run)
+    options = RunOptions(**given)
+    out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
     try:
-        out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
-        try:
-            with warnings.catch_warnings():
-                if args.quiet:
-                    # NumPy/SciPy floating-point RuntimeWarnings (overflow to inf in a
-                    # quadrature or a threshold where none exists) are not for the
-                    # reader of a quiet run; the results mark such points themselves.
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                lines = run(spec, out, options=options)
-        except (ParameterMismatch, BadParameters) as err:
-            sub.error(str(err))
-    except KeyboardInterrupt:
-        print(
-            f"\nspheresde {args.command}: interrupted; finished grid points are saved in "
-            f"{args.out}, re-run the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
+        with warnings.catch_warnings():
+            if args.quiet:
+                # NumPy/SciPy floating-point RuntimeWarnings (overflow to inf in a
+                # quadrature or a threshold where none exists) are not for the
+                # reader of a quiet run; the results mark such points themselves.
+                warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("always", StoreWarning)  # shown, as one line:
+            warnings.showwarning = _one_line(args.command)  # restored on leaving
+            lines = run(spec, out, options=options)
+    except (ParameterMismatch, BadParameters) as err:
+        sub.error(str(err))
     if not args.quiet or args.dry_run:
         for line in lines:
             print(line)
     return 0
+
+
+def _one_line(command: str):
+    """A ``warnings.showwarning`` that prints the warning's message as one line."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"spheresde {command}: warning: {message}", file=sys.stderr if file is None
+              else file)
+
+    return show
+
+
+def _interrupted(err: BaseException) -> bool:
+    """Whether ``err`` is Ctrl-C, or an error raised while Ctrl-C unwound (a Dask
+    cluster closing under a process group that got the signal too, say)."""
+    while err is not None:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        err = err.__context__
+    return False
+
+
+def _dask_failure(err: BaseException) -> bool:
+    """Whether ``err`` comes from ``dask.distributed`` (a worker that keeps dying, a
+    scheduler lost, a closed connection)."""
+    return any(cls.__module__.split(".")[0] in ("distributed", "tornado")
+               for cls in type(err).__mro__)
+
+
+def _is_fault(err: BaseException) -> bool:
+    """A fault of the run, not of the program: reported in one line, no traceback."""
+    return _interrupted(err) or _dask_failure(err) or isinstance(err, OSError)
+
+
+def _fault_line(command: str, out: str, err: BaseException) -> str:
+    """The one line that reports a fault: what happened, and that finished points are safe."""
+    safe = f"finished grid points are saved in {out}"
+    if _interrupted(err):
+        return f"\nspheresde {command}: interrupted; {safe}, re-run the same command to resume"
+    if _dask_failure(err):
+        what = f"the Dask cluster failed ({type(err).__name__}: {err})"
+    else:
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        what = f"{where}{err.strerror or err}" if isinstance(err, OSError) else str(err)
+        if getattr(err, "errno", None) == errno.ENOSPC:
+            what += " (free some space)"
+    return f"spheresde {command}: {what}; {safe}, re-run the same command to resume"
 
 
 __all__ = ["build_parser", "main"]

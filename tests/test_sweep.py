@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from spheresde.experiments import ParameterMismatch, Sweep, point_seed
-from spheresde.experiments._sweep import chunk_seed, chunk_sizes
+from spheresde.experiments._store import chunk_seed, chunk_sizes
 
 COLUMNS = ("a", "b", "value", "counts")
 
@@ -193,11 +193,18 @@ def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
     assert {p["a"] for p in calls} == {3}  # only the new points
     assert len(calls) == 2 * 3
     assert rows == chunked(tmp_path / "fresh", grid())
-    # a point dropped from the grid leaves the table; the rest are kept, not recomputed
+    # a grid without some stored points refuses and names them; pruned, they leave the
+    # table and the rest are kept, not recomputed
     calls.clear()
+    smaller = [p for p in grid() if p["a"] > 1]
+    with pytest.raises(ParameterMismatch, match=r"2 finished point\(s\) outside .*a=1 b=0.5"
+                                                r".*--prune"):
+        sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
+            smaller, lambda p: 3, chunk_counts, finish, quiet=True)
+    assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"1", "2", "3"}
     sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
-        [p for p in grid() if p["a"] > 1], lambda p: 3,
-        lambda p, k: calls.append(p) or chunk_counts(p, k), finish, quiet=True)
+        smaller, lambda p: 3, lambda p, k: calls.append(p) or chunk_counts(p, k), finish,
+        quiet=True, prune=True)
     assert not calls
     assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"2", "3"}
 
@@ -220,3 +227,22 @@ def test_chunk_seed_and_sizes():
     assert chunk_sizes(0, 1000) == []
     with pytest.raises(ValueError, match="chunk size must be >= 1"):
         chunk_sizes(10, 0)
+
+
+def test_the_store_is_below_the_driver():
+    # store <- executors, planner <- driver: no module of the store's layer imports one
+    # above it, at the top or inside a function (where an import would hide a circle)
+    import ast
+    from pathlib import Path
+
+    import spheresde.experiments as experiments
+
+    folder = Path(experiments.__file__).parent
+    above = {"_store": {"_sweep", "_executors", "_plan", "_spec"},
+             "_spec": {"_sweep", "_executors", "_plan"},
+             "_executors": {"_sweep", "_plan"}, "_plan": {"_sweep", "_executors"}}
+    for module, forbidden in above.items():
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        imported = {node.module for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.level == 1}
+        assert not imported & forbidden, (module, imported & forbidden)

@@ -340,8 +340,8 @@ def test_read_idx_refuses_a_truncated_or_foreign_file(tmp_path):
     ("missing", "t10k-labels-idx1-ubyte.gz is missing: expected the Fashion-MNIST IDX files"),
     ("lengths", "train-images-idx3-ubyte.gz has 12 images but train-labels-idx1-ubyte.gz "
                 "has 11 labels"),
-    ("label", "label 12 outside 0..9"),
-    ("pixels", "images of 14 x 14 pixels, Fashion-MNIST's are 28 x 28"),
+    ("label", "1 labels outside 0..9 (the first: image 2, label 12)"),
+    ("pixels", "images of shape (12, 14, 14, 1), expected (N, 28, 28, 1)"),
 ])
 def test_fashion_mnist_reader_says_what_is_wrong(tmp_path, damage, says):
     folder = tmp_path / "fm"

@@ -20,16 +20,18 @@ from ._phase import PhaseRow, PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
-from ._sweep import (
+from ._store import (
+    CorruptStore,
     ParameterMismatch,
-    RunOptions,
+    StoreLocked,
+    StoreWarning,
     Sweep,
-    SweepResult,
     atomic_write_text,
     chunk_seed,
     format_value,
     point_seed,
 )
+from ._sweep import RunOptions, SweepResult
 from ._tokens import TokensRow, TokensSpec, run_tokens
 from ._train import (
     Convergence,
@@ -51,6 +53,7 @@ __all__ = [
     "SPECS",
     "BadParameters",
     "Convergence",
+    "CorruptStore",
     "DominanceRow",
     "DominanceSpec",
     "EdgeRow",
@@ -65,6 +68,8 @@ __all__ = [
     "PhaseSpec",
     "ReproduceSpec",
     "RunOptions",
+    "StoreLocked",
+    "StoreWarning",
     "Sweep",
     "SweepResult",
     "TokensRow",

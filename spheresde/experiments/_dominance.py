@@ -41,17 +41,19 @@ from ._spec import (
     TOL,
     ExperimentSpec,
     at_least,
+    at_least_one_layer,
     greater_than,
     param,
 )
-from ._sweep import (
-    RunOptions,
-    SweepResult,
-    atomic_write_text,
-    chunk_seed,
-    run_options,
-    run_sweep,
-)
+from ._store import atomic_write_text, chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
+
+
+def _two_eps_at_least(spec: DominanceSpec) -> str | None:
+    if len(spec.eps) < 2:
+        return (f"--eps {spec.eps[0]:g}: the edge eps*(beta) lies between two noise levels; "
+                "give at least two, e.g. --eps 0.1,0.25,0.6,1.5")
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class DominanceSpec(ExperimentSpec):
 
     command: ClassVar[str] = "dominance"
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
-    rules: ClassVar[tuple] = (_cap_above_horizon,)
+    rules: ClassVar[tuple] = (_cap_above_horizon, at_least_one_layer, _two_eps_at_least)
 
     tokens: tuple[int, ...] = param((2, 8), "numbers of tokens n (2: exact edge)",
                                     check=at_least(2))

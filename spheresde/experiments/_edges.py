@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ._store import format_value
+
 BOOTSTRAP_REPLICATES = 1000
 LEVEL = 0.95
 REFERENCES = ("paper", "two_token", "balanced", "unbalanced")
@@ -271,8 +273,6 @@ def dominance_edges(rows: list[Any], spec: Any) -> tuple[list[EdgeRow], list[Fit
 
 def write_rows(path: Path, rows: list[Any], write: Callable[[Path, str], None]) -> Path:
     """Write dataclass ``rows`` as a CSV with ``write(path, text)`` (an atomic writer)."""
-    from ._sweep import format_value
-
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     if rows:

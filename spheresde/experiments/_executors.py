@@ -19,6 +19,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ._spec import BadParameters
+
 
 class SerialExecutor:
     """Run the chunks one after the other in this process, in task order."""
@@ -86,8 +88,6 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
     Raises :class:`~._spec.BadParameters` (one line) when a Dask scheduler cannot be
     reached or the worker count is not positive.
     """
-    from ._spec import BadParameters
-
     if options.scheduler is None and not options.workers:
         yield SerialExecutor()
         return

@@ -11,8 +11,12 @@ from typing import ClassVar
 import numpy as np
 
 from ._plotting import ANTIPODAL, SINGLE, save, subplots
-from ._spec import ExperimentSpec, at_least, param
-from ._sweep import atomic_write_text
+from ._spec import BadParameters, ExperimentSpec, param
+from ._store import atomic_write_text
+
+FIELD_BETA_MAX = 5000.0
+"""The largest beta of Figure 1: beyond about 5590 a query's attention on the other tokens
+underflows (the computation is in float32) and the tangent field is exactly zero."""
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,11 @@ class FieldSpec(ExperimentSpec):
     command: ClassVar[str] = "field"
     summary: ClassVar[str] = "Figure 1: the attention field on the circle"
 
-    beta: float = param(1.0, "inverse temperature beta of the attention", check=at_least(0.0))
+    beta: float = param(
+        1.0, "inverse temperature beta of the attention",
+        check=lambda v: None if 0 <= v <= FIELD_BETA_MAX else
+        f"must be in [0, {FIELD_BETA_MAX:g}] (beyond, the attention on the other tokens "
+        "underflows and the tangent field is zero)")
 
 
 def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
@@ -67,6 +75,9 @@ def run_field(
     queries = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
     others = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
     field, tangent = attention_field(beta, others, queries)
+    if not (np.isfinite(field).all() and np.isfinite(tangent).all() and np.any(tangent)):
+        raise BadParameters(f"--beta {beta:g}: the attention field is not finite or its "
+                            "tangent projection is zero at these tokens; use a smaller beta")
 
     buf = io.StringIO()
     buf.write("theta,x,y,A_x,A_y,PA_x,PA_y,A_normal\n")

@@ -21,10 +21,12 @@ from ._spec import (
     TOL,
     ExperimentSpec,
     at_least,
+    at_least_one_layer,
     greater_than,
     param,
 )
-from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
+from ._store import chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 HORIZON_SCALE = {
     "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
@@ -69,7 +71,7 @@ class HybridSpec(ExperimentSpec):
 
     command: ClassVar[str] = "hybrid"
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon)
+    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon, at_least_one_layer)
     unused: ClassVar[dict[str, tuple[str, ...]]] = {
         "exact": (*SAMPLING, "horizon_scale", "max_horizon")}
 

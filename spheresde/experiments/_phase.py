@@ -21,13 +21,29 @@ from ._spec import (
     TOL,
     ExperimentSpec,
     at_least,
+    at_least_one_layer,
     param,
 )
-from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
+from ._store import chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 METHODS = ("exact", "reduced", "particles", "discrete")
 Method = Literal["exact", "reduced", "particles", "discrete"]
 SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Monte Carlo method needs
+
+
+FINITE_HORIZON_BETA_MAX = 350.0
+"""The largest beta of a Monte Carlo phase sweep: its finite-horizon law
+(:func:`spheresde.two_token.outcome_probabilities`) overflows float64 from about
+beta = 352 (d = 100) to 354 (d = 3) on."""
+
+
+def _finite_horizon_betas(spec: PhaseSpec) -> str | None:
+    if spec.method != "exact" and max(spec.betas) > FINITE_HORIZON_BETA_MAX:
+        return (f"--betas {max(spec.betas):g}: a Monte Carlo method's finite-horizon law "
+                f"overflows float64 beyond beta = {FINITE_HORIZON_BETA_MAX:g}; use smaller "
+                "betas, or --method exact (no limit)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,7 @@ class PhaseSpec(ExperimentSpec):
     command: ClassVar[str] = "phase"
     summary: ClassVar[str] = "Figure 3: two-token antipodal probability against beta"
     unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
+    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas)
 
     dims: tuple[int, ...] = param((4, 5, 6, 7, 8, 9, 10), "token dimensions d, e.g. 4,5,6",
                                   check=at_least(2))

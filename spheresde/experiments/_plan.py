@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._store import ParameterMismatch, Sweep
+
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
@@ -28,15 +30,17 @@ PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
             grid: list[str], options: Any) -> tuple[set[int], dict[int, int], str | None]:
     """Indices of the stored points, stored chunk counts of the others, and a refusal."""
-    from ._sweep import ParameterMismatch, Sweep
-
     if options.overwrite or not (out / f"{name}.json").exists():
         return set(), {}, None
     try:
         sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]),
-                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size)
+                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size, lock=False)
     except ParameterMismatch as err:
         return set(), {}, str(err)
+    outside = sweep.outside(points)
+    if outside and not options.prune:
+        return set(), {}, (f"{sweep.csv_path} holds {len(outside)} finished point(s) outside "
+                           "the requested grid; pass --prune to drop them")
     done = {i for i, p in enumerate(points) if sweep.is_done(p)}
     partial = {i: len(sweep.stored_chunks(p)) for i, p in enumerate(points) if i not in done}
     return done, partial, None

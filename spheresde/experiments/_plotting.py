@@ -14,6 +14,8 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
+from ._store import oserror_for
+
 # The paper's colours: magenta for a single cluster, violet for antipodal pairs.
 SINGLE = "#d62fa0"
 ANTIPODAL = "#6a3fb5"
@@ -38,8 +40,14 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     """Save ``fig`` to ``path`` through a temporary file (an interrupted save leaves none)."""
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=130, bbox_inches="tight")
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=130, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise oserror_for(err, path) from err
+        raise
     return path
 
 

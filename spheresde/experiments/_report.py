@@ -13,7 +13,8 @@ from .._outcomes import binomial_stderr
 from ._hybrid import HybridRow
 from ._phase import PhaseRow
 from ._reproduce import ReproduceSpec
-from ._sweep import SweepResult, atomic_write_text
+from ._store import atomic_write_text
+from ._sweep import SweepResult
 from ._tokens import TokensRow
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"

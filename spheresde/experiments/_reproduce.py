@@ -13,7 +13,8 @@ from typing import ClassVar, Literal
 
 from ._scales import SCALES
 from ._spec import SEED, BadParameters, ExperimentSpec, param
-from ._sweep import RunOptions, atomic_write_text, run_options
+from ._store import atomic_write_text
+from ._sweep import RunOptions, run_options
 
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
@@ -54,8 +55,9 @@ def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
             return ({"dataset": "fashion-mnist", "data_dir": spec.data_dir, **FASHION},
                     f"`--data-dir {spec.data_dir}` holds Fashion-MNIST, not CIFAR-10: the "
                     "real-benchmark stand-in.")
+        found = "holds neither" if Path(spec.data_dir).is_dir() else "no such folder; expected"
         raise BadParameters(
-            f"--data-dir {spec.data_dir}: holds neither CIFAR-10's python-version batches "
+            f"--data-dir {spec.data_dir}: {found} CIFAR-10's python-version batches "
             f"({', '.join(CIFAR10_FILES)}) nor Fashion-MNIST's IDX files "
             f"({', '.join(FASHION_MNIST_FILES)}); unpack one of them there, or drop "
             "--data-dir to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")

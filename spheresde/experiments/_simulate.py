@@ -154,3 +154,27 @@ def add_counts(counts: list[dict]) -> dict:
     return total
 
 
+
+
+def counts_problem(counts: object, size: int) -> str | None:
+    """What is wrong with stored counts of a chunk of ``size`` trajectories, as
+    :func:`simulate_counts` makes them (None: nothing; ``{}`` is a chunk of no
+    trajectories, the exact method's)."""
+    if counts == {} and size == 0:
+        return None
+    if not isinstance(counts, dict) or set(counts) != {"outcomes", "minority", "steps"}:
+        return "not the counts outcomes, minority and steps"
+
+    def counts_of(value: object) -> bool:
+        return isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+
+    outcomes, minority, steps = counts["outcomes"], counts["minority"], counts["steps"]
+    if not counts_of(outcomes) or len(outcomes) != 3 or sum(outcomes) != size:
+        return f"outcomes {outcomes} are not 3 non-negative counts that sum to {size}"
+    if not counts_of(minority) or sum(minority) != outcomes[1]:
+        return (f"minority {minority} are not non-negative counts that sum to the "
+                f"{outcomes[1]} antipodal samples")
+    if not counts_of([steps]):
+        return f"steps {steps!r} is not a non-negative count"
+    return None

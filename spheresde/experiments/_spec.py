@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ._sweep import format_value
+from ._store import format_value
 
 Check = Callable[[Any], "str | None"]
 
@@ -74,13 +74,26 @@ LAYERS = {"help": "layers per unit of depth-time; step dt = 1/L", "check": great
           "metavar": "L"}
 HORIZON = {"help": "depth-time horizon; round(T*L) layers in all", "check": greater_than(0.0),
            "metavar": "T"}
-TOL = {"help": "outcome tolerance on inner products", "check": between(0, 1)}
+TOL_MIN = 2.0**-53  # below it 1 - tol rounds to 1 in float64: artanh(1 - tol) is infinite
+TOL = {"help": "outcome tolerance on inner products",
+       "check": lambda v: None if TOL_MIN <= v < 1 else
+       f"must be in [{TOL_MIN:.2g}, 1) (below, 1 - tol is 1 in float64 and the outcome "
+       "threshold artanh(1 - tol) is infinite)"}
 SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
 SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
 ABSORB = {"help": "early absorption bound: a two-token trajectory stops once its chance of "
                   "returning to the classification boundary is below this (0: off; see "
                   "the scaling docs)",
           "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
+
+
+def at_least_one_layer(spec: Any) -> str | None:
+    """A rule of the simulated specs: the horizon is at least one layer, ``round(T L) >= 1``
+    (the horizon is unused, hence unchecked, by an ``exact`` method)."""
+    if getattr(spec, "method", None) == "exact" or round(spec.horizon * spec.layers) >= 1:
+        return None
+    return (f"--horizon {spec.horizon:g} with --layers {spec.layers} is round(T*L) = 0 "
+            f"layers; give --horizon >= {1 / spec.layers:g} (one layer)")
 
 
 # ---------------------------------------------------------------------------- field types
@@ -309,6 +322,7 @@ __all__ = [
     "FieldKind",
     "SpecField",
     "at_least",
+    "at_least_one_layer",
     "between",
     "field_kind",
     "greater_than",

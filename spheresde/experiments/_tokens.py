@@ -21,9 +21,11 @@ from ._spec import (
     TOL,
     ExperimentSpec,
     at_least,
+    at_least_one_layer,
     param,
 )
-from ._sweep import RunOptions, SweepResult, chunk_seed, run_options, run_sweep
+from ._store import chunk_seed
+from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class TokensSpec(ExperimentSpec):
 
     command: ClassVar[str] = "tokens"
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
+    rules: ClassVar[tuple] = (at_least_one_layer,)
 
     tokens: tuple[int, ...] = param((3, 4, 6), "numbers of tokens n, e.g. 3,4,8",
                                     check=at_least(2))

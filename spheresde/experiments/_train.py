@@ -217,7 +217,7 @@ def run_train(spec: TrainSpec, out: str | os.PathLike, *, quiet: bool = False,
             "seeds": [spec.seed + k for k in range(spec.seeds)]}
     return run_point_sweep(spec, out, TrainRow, lambda s, p: _run(s, p, quiet=quiet),
                            plot_train, name=name, desc=f"{name} ({spec.dataset})",
-                           quiet=quiet, overwrite=overwrite, meta=meta)
+                           options=options, meta=meta)
 
 
 COLORS = {"constant": "#d62fa0", "random": "#6a3fb5", "identity": "#2a9d8f"}

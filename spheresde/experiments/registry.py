@@ -15,8 +15,8 @@ from ._field import FieldSpec, run_field
 from ._hybrid import HybridSpec, run_hybrid
 from ._phase import PhaseSpec, run_phase
 from ._reproduce import ReproduceSpec, reproduce
-from ._spec import ExperimentSpec
-from ._sweep import RunOptions
+from ._spec import BadParameters, ExperimentSpec
+from ._sweep import RunOptions, run_options
 from ._tokens import TokensSpec, run_tokens
 from ._train import TrainSpec, run_train
 
@@ -32,13 +32,22 @@ RUNNERS: dict[str, Callable[..., Any]] = {
 }
 """The resumable sweeps: sub-command name -> ``run(spec, out, *, name, options)``."""
 
+CHUNKED: tuple[str, ...] = ("phase", "hybrid", "dominance", "tokens", "reproduce")
+"""The sub-commands whose sweeps run in chunks: they take a chunk size and an executor
+(``--chunk-size``, ``--workers``, ``--scheduler``); ``train`` runs whole training runs in
+this process and ``field`` is one figure."""
+
+STORED: tuple[str, ...] = (*CHUNKED, "train")
+"""The sub-commands that write a resumable store (``--overwrite``, ``--prune``, ``--wait``)."""
+
 
 def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
         overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
     """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
     (with ``options.dry_run``: the plan, and nothing written)."""
-    from ._sweep import run_options
-
+    if not os.fspath(out).strip():
+        raise BadParameters("the output directory is empty; give one, e.g. 'results' "
+                            "('.' for the current directory)")
     options = run_options(options, quiet=quiet, overwrite=overwrite)
     if isinstance(spec, ReproduceSpec):
         return reproduce(spec, out, options=options)
@@ -53,4 +62,4 @@ def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
     return [f"wrote {result.csv}, {result.json} and {result.png}"]
 
 
-__all__ = ["RUNNERS", "SPECS", "run"]
+__all__ = ["CHUNKED", "RUNNERS", "SPECS", "STORED", "run"]

@@ -1,0 +1,694 @@
+"""The resumable store of a sweep: one CSV row per grid point (or several), written atomically.
+
+A sweep lives in an output directory as ``NAME.csv`` (the results, one typed row per
+grid point, see :class:`Sweep`) and ``NAME.json``
+(metadata: package version, every parameter, the seed, and one record per run with its
+wall time and how many grid points it computed). Each finished grid point rewrites the
+whole CSV through a temporary file and :func:`os.replace`, so an interrupted sweep
+(Ctrl-C, a killed process, a power cut) leaves either the old or the new file, never a
+torn one. Re-running with the same parameters computes only the missing points.
+
+The identity of a sweep is every parameter except its grid axes: the same command with
+one more beta computes only the new points; a grid without some stored points refuses
+unless told to prune them (a typo in a grid never deletes finished points); another
+value of a non-grid parameter (the horizon, the seed, ...) refuses
+(:class:`ParameterMismatch`) unless told to overwrite, and overwriting replaces a store
+only when its parameters differ, so an interrupted overwriting run resumes.
+
+**Checks.** Whatever is read back is checked first. ``NAME.json`` records a CRC-32
+digest of every point's CSV lines (``digests``; written before the CSV, so that a crash
+between the two leaves at most a digest of a point still to compute), and a stored
+sweep is refused (:class:`CorruptStore`, one line naming the file, the row and what to
+do) when its JSON is not a sweep's metadata or when a CSV row has another header, a
+field that does not parse as its type, another value of an echoed parameter or of a
+field the sweep fixes (``expect``), a point repeated, or lines that do not match their
+digest. A sweep stored before digests existed is read with every check but the last.
+Chunk records are checked by the experiment's own rule (lengths, non-negative counts
+that sum to the chunk's size); a chunk cache that fails is only a cache: it is
+discarded with one :class:`StoreWarning` and its chunks are computed again.
+
+**One writer.** Opening a sweep to write takes an advisory lock (:func:`fcntl.flock`)
+on ``NAME.lock`` in the output directory, which records the holder (process id, host,
+start time); the operating system releases it when the process ends, however it ends,
+so a killed run leaves no stale lock. A second writer of the same sweep is refused
+(:class:`StoreLocked`, naming the holder) or waits for it. Several jobs therefore run
+side by side in separate output directories, or as one job with several workers.
+
+**Chunks.** A grid point's trajectories are split into chunks of ``chunk_size``
+(the last one shorter), and chunk ``k`` of a point draws its randomness from
+:func:`chunk_seed` of the sweep seed, the point's own coordinates and ``k`` only. A
+chunk returns integer counts (outcomes, cluster sizes, simulated steps), and a point's
+row is computed from the counts of its chunks summed in chunk order; so a point's
+numbers do not depend on which process, machine or executor ran which chunk, nor in
+which order, and are identical to the last digit (on the same kind of device). The
+chunk size is part of the sweep's identity (another chunk size means other random
+streams, so other numbers). Finished chunks of unfinished points are kept in
+``NAME.chunks.json`` (atomically, after every chunk), so a killed run loses at most the
+chunks in flight. The submitting process is the only writer of all three files; a
+chunk cache of a finished point (left by a crash) is ignored.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import fcntl
+import io
+import json
+import os
+import socket
+import tempfile
+import time
+import typing
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from tqdm.auto import tqdm
+
+
+class ParameterMismatch(Exception):
+    """The output directory holds a sweep made with other parameters (or other points)."""
+
+
+class CorruptStore(ParameterMismatch):
+    """A stored CSV or JSON fails its check; the message names the file, the row and what
+    to do."""
+
+
+class StoreLocked(ParameterMismatch):
+    """Another process is writing the same sweep; the message names it."""
+
+
+class StoreWarning(UserWarning):
+    """A damaged chunk cache was discarded (its chunks are computed again)."""
+
+
+def format_value(value: Any) -> str:
+    """The CSV spelling of a value: ``repr`` for floats (round-trips exactly), ``str`` else."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) or type(value).__name__.startswith("float"):
+        return repr(float(value))
+    if type(value).__name__.startswith("int"):
+        return str(int(value))
+    return str(value)
+
+
+def point_seed(seed: int, point: dict[str, Any]) -> int:
+    """A 32-bit seed for one grid point, from the sweep seed and the point's coordinates.
+
+    Only the point's own values enter (not its position in the grid), so adding, removing
+    or reordering other points never changes its numbers.
+    """
+    text = ";".join(f"{k}={format_value(v)}" for k, v in sorted(point.items()))
+    return zlib.crc32(f"{int(seed)}|{text}".encode())
+
+
+def chunk_seed(seed: int, point: dict[str, Any], chunk: int) -> int:
+    """A 32-bit seed for chunk ``chunk`` of a grid point: :func:`point_seed` with the chunk
+    index appended, so a chunk's trajectories depend on (seed, point, chunk) only."""
+    text = ";".join(f"{k}={format_value(v)}" for k, v in sorted(point.items()))
+    return zlib.crc32(f"{int(seed)}|{text}|chunk={int(chunk)}".encode())
+
+
+def chunk_sizes(samples: int, chunk_size: int) -> list[int]:
+    """The sizes of the chunks of ``samples`` trajectories: ``chunk_size`` each, the last
+    one the rest (no chunk at all for 0 samples, e.g. an exact method)."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk size must be >= 1, got {chunk_size}")
+    return [min(chunk_size, samples - start) for start in range(0, samples, chunk_size)]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` in one step (temporary file, fsync, :func:`os.replace`)."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise oserror_for(err, path) from err
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users
+        os.replace(tmp, path)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise oserror_for(err, path) from err
+        raise
+
+
+def oserror_for(err: OSError, path: str | os.PathLike) -> OSError:
+    """``err`` about ``path``, the file it was for, not its temporary file (the same errno,
+    so the same subclass: ``PermissionError``, ...)."""
+    return OSError(err.errno, err.strerror or str(err), os.fspath(path))
+
+
+def _normalized(params: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(params, sort_keys=True))
+
+
+def _spell(value: Any) -> str:
+    """CSV text of one row value; a tuple of integers is written space-separated."""
+    if isinstance(value, tuple):
+        return " ".join(format_value(v) for v in value)
+    return format_value(value)
+
+
+def _reader(annotation: Any) -> Callable[[str], Any]:
+    """Parse CSV text back into a row field of type ``annotation``."""
+    if typing.get_origin(annotation) is tuple:
+        (element, _) = typing.get_args(annotation)
+        return lambda text: tuple(element(v) for v in text.split())
+    if annotation is bool:
+        return lambda text: text == "True"
+    if annotation in (int, float, str):
+        return annotation
+    raise TypeError(f"unsupported row field type {annotation!r}")
+
+
+R = TypeVar("R")
+Counts = dict[str, Any]  # what a chunk returns: JSON-ready integer counts
+
+
+class Sweep(Generic[R]):
+    """A grid of points computed into ``out/NAME.csv`` with metadata ``out/NAME.json``.
+
+    Rows are typed: ``row_type`` is a dataclass whose first fields are the grid
+    coordinates (``key_columns``); :meth:`run` returns instances of it, and a resumed
+    sweep reads the stored rows back into the same type (floats round-trip exactly).
+    A point may give several rows (a training run: one row per epoch); they are saved
+    together when the point is finished, and a resumed sweep skips the point.
+
+    Opening a sweep takes its lock (unless ``lock=False``: read only) and checks what
+    is stored (see the module docstring); :meth:`run_chunked` releases the lock when it
+    ends, :meth:`close` (or leaving a ``with`` block) otherwise.
+
+    Parameters
+    ----------
+    out
+        Output directory (created if missing).
+    name
+        File stem of the CSV, the JSON and (by convention) the figure.
+    params
+        Every parameter that changes the results, JSON-serializable; compared with the
+        stored ones on reopening (except the ``grid`` ones).
+    row_type
+        The dataclass of a row.
+    key_columns
+        The row fields that identify a grid point (e.g. ``("d", "beta")``).
+    grid
+        The names in ``params`` that list grid axes: they may change between runs (the
+        points still on the grid are kept, new ones computed).
+    echo
+        Constant columns appended to every CSV row (the scalar parameters, so that a CSV
+        read alone says how it was made); not part of the typed rows.
+    chunk_size
+        Trajectories per chunk (see the module docstring); part of the identity.
+    overwrite
+        Replace a stored sweep whose parameters differ, or that fails its check, instead
+        of refusing (a stored sweep with the same parameters is resumed).
+    meta
+        Further metadata for ``NAME.json`` (library versions, say); not part of the
+        resume identity.
+    expect
+        Row fields with the value every stored row must have (e.g. the trajectories
+        behind a point's fractions).
+    lock
+        Take the sweep's lock (:class:`StoreLocked` if another process holds it).
+    wait
+        Wait for another writer to finish instead of refusing.
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike,
+        name: str,
+        params: dict[str, Any],
+        row_type: type[R],
+        key_columns: Sequence[str],
+        *,
+        grid: Sequence[str] = (),
+        echo: dict[str, Any] | None = None,
+        chunk_size: int | None = None,
+        overwrite: bool = False,
+        meta: dict[str, Any] | None = None,
+        expect: dict[str, Any] | None = None,
+        lock: bool = True,
+        wait: bool = False,
+    ):
+        from .. import __version__  # spheresde/__init__ imports this layer before it
+
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.csv_path = self.out / f"{name}.csv"
+        self.meta_path = self.out / f"{name}.json"
+        self.chunks_path = self.out / f"{name}.chunks.json"
+        self.lock_path = self.out / f"{name}.lock"
+        self.params = _normalized(params)
+        self.grid = tuple(grid)
+        self.row_type = row_type
+        hints = typing.get_type_hints(row_type)
+        self.readers = {f.name: _reader(hints[f.name]) for f in dataclasses.fields(row_type)}
+        self.echo = {k: _spell(v) for k, v in (echo or {}).items() if k not in self.readers}
+        self.expect = dict(expect or {})
+        self.columns = [*self.readers, *self.echo]
+        self.key_columns = list(key_columns)
+        self.rows: dict[tuple[str, ...], list[R]] = {}
+        self.partial: dict[str, dict[str, Counts]] = {}  # point key -> chunk index -> counts
+        self.meta: dict[str, Any] = {
+            "sweep": name,
+            "package": "spheresde",
+            "version": __version__,
+            "params": self.params,
+            "seed": self.params.get("seed"),
+            "columns": self.columns,
+            "chunk_size": chunk_size,
+            "runs": [],
+            **(meta or {}),
+        }
+        self._lock_file: Any = None
+        if lock:
+            self._lock(wait)
+        try:
+            self._open(overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ the lock
+
+    def _lock(self, wait: bool) -> None:
+        handle = self.lock_path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise StoreLocked(
+                f"{self.csv_path} is being written by {holder}; let it finish (or pass "
+                "--wait to wait for it), or write into another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def close(self) -> None:
+        """Release the lock (the files are already saved); idempotent."""
+        if self._lock_file is not None:
+            self._lock_file.truncate(0)  # no holder named once nobody holds it
+            self._lock_file.close()  # closing the file releases the flock
+            self._lock_file = None
+
+    def __enter__(self) -> Sweep[R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def _open(self, overwrite: bool) -> None:
+        try:
+            stored = self._load_meta()
+        except CorruptStore:
+            if not overwrite:
+                raise
+            stored = None
+        if stored is None:
+            if self.csv_path.exists() and not overwrite:
+                raise ParameterMismatch(
+                    f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
+                    "pass --overwrite to replace it"
+                )
+            self._discard()
+            return
+        same = (self._identity(stored["params"]) == self._identity(self.params)
+                and stored.get("columns") == self.columns
+                and stored.get("chunk_size") == self.meta["chunk_size"])
+        if not same:
+            if not overwrite:
+                raise ParameterMismatch(self._mismatch_message(stored))
+            self._discard()
+            return
+        try:
+            self._load_rows(stored.get("digests"))
+        except CorruptStore:
+            if not overwrite:
+                raise
+            self.rows = {}
+            self._discard()
+            return
+        self.meta["runs"] = stored["runs"]
+        self._load_partial()
+
+    def _discard(self) -> None:
+        """Start afresh: the old table and chunks go first, so that a crash before the
+        first save leaves no table of other parameters beside new metadata."""
+        self.csv_path.unlink(missing_ok=True)
+        self.chunks_path.unlink(missing_ok=True)
+
+    def _refuse(self, path: Path, what: str) -> CorruptStore:
+        return CorruptStore(f"{path}: {what}; restore the file, or pass --overwrite to "
+                            "compute the sweep afresh")
+
+    def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in params.items() if k not in self.grid}
+
+    def _load_meta(self) -> dict[str, Any] | None:
+        if not self.meta_path.exists():
+            return None
+        try:
+            stored = json.loads(self.meta_path.read_text())
+        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
+            raise self._refuse(self.meta_path, f"not valid JSON ({err})") from None
+        if not isinstance(stored, dict):
+            raise self._refuse(self.meta_path, f"a JSON {type(stored).__name__}, not the "
+                                               "metadata of a sweep")
+        for key, kind in (("params", dict), ("runs", list), ("columns", list)):
+            if not isinstance(stored.get(key), kind):
+                raise self._refuse(self.meta_path, f"'{key}' is missing or not a JSON "
+                                                   f"{'object' if kind is dict else 'list'}")
+        digests = stored.get("digests")
+        if digests is not None and not (
+                isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values())):
+            raise self._refuse(self.meta_path, "'digests' is not an object of digests")
+        return stored
+
+    def _mismatch_message(self, stored_meta: dict[str, Any]) -> str:
+        stored = {**self._identity(stored_meta.get("params") or {}),
+                  "chunk_size": stored_meta.get("chunk_size")}
+        now = {**self._identity(self.params), "chunk_size": self.meta["chunk_size"]}
+        changed = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
+        details = ", ".join(
+            f"{k}: stored {json.dumps(stored.get(k))} vs now {json.dumps(now.get(k))}"
+            for k in changed
+        )
+        return (
+            f"{self.out} already holds a '{self.name}' sweep made with other parameters "
+            f"({details or 'different columns'}); use another --out or pass --overwrite"
+        )
+
+    def _load_rows(self, digests: dict[str, str] | None) -> None:
+        """Read the stored rows, checking each (see the module docstring)."""
+        if not self.csv_path.exists():
+            return
+        path = self.csv_path
+        lines: dict[tuple[str, ...], list[list[str]]] = {}
+        try:
+            with path.open(newline="") as f:
+                table = list(csv.reader(f))
+        except (UnicodeError, csv.Error) as err:
+            raise self._refuse(path, f"not a CSV table ({err})") from None
+        if not table or table[0] != self.columns:
+            raise self._refuse(path, f"the header is not the sweep's columns "
+                                     f"{','.join(self.columns)}")
+        previous = None
+        for number, values in enumerate(table[1:], start=2):
+            where = f"row {number}"
+            if len(values) != len(self.columns):
+                raise self._refuse(path, f"{where} has {len(values)} fields, not "
+                                         f"{len(self.columns)}")
+            text = dict(zip(self.columns, values, strict=True))
+            fields = {}
+            for column, read in self.readers.items():
+                try:
+                    fields[column] = read(text[column])
+                except (TypeError, ValueError):
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r} does "
+                                             "not parse") from None
+            row = self.row_type(**fields)
+            for column, value in self.echo.items():
+                if text[column] != value:
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
+                                             f"sweep's is {value!r}")
+            for column, value in self.expect.items():
+                if fields[column] != value:
+                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
+                                             f"sweep's is {format_value(value)!r}")
+            key = self._key(fields)
+            if key in lines and (key != previous or values in lines[key]):
+                raise self._refuse(path, f"{where} repeats the point "
+                                         f"{self._describe(key)}")
+            lines.setdefault(key, []).append(values)
+            self.rows.setdefault(key, []).append(row)
+            previous = key
+        if digests is None:  # a sweep stored before digests existed
+            return
+        for key, values in lines.items():
+            digest = digests.get("|".join(key))
+            if digest is None:
+                raise self._refuse(path, f"the point {self._describe(key)} is not recorded "
+                                         f"in {self.meta_path.name}")
+            if digest != _digest(values):
+                raise self._refuse(path, f"the rows of {self._describe(key)} do not match "
+                                         f"their digest in {self.meta_path.name}")
+
+    def _load_partial(self) -> None:
+        """Read the chunk cache; a cache that is not one is discarded (a warning)."""
+        if not self.chunks_path.exists():
+            return
+        try:
+            stored = json.loads(self.chunks_path.read_text())
+        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
+            self._drop_partial(f"not valid JSON: {err}")
+            return
+        points = stored.get("points") if isinstance(stored, dict) else None
+        if not (isinstance(points, dict) and all(
+                isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
+                and len(key.split("|")) == len(self.key_columns)
+                for key, chunks in points.items())):
+            self._drop_partial("not an object of points, chunks and counts")
+            return
+        self.partial = points
+
+    def _drop_partial(self, why: str) -> None:
+        warnings.warn(StoreWarning(
+            f"{self.chunks_path}: a damaged chunk cache ({why}) is discarded; its chunks are "
+            "computed again"), stacklevel=3)
+        self.partial = {}
+
+    def _check_partial(self, needed: dict[str, int],
+                       check: Callable[[dict[str, Any], int, Counts], str | None] | None,
+                       points: dict[str, dict[str, Any]]) -> None:
+        """Check every cached chunk of a pending point: a chunk index it has, counts that
+        ``check(point, k, counts)`` accepts; any failure discards the whole cache."""
+        for key, chunks in self.partial.items():
+            if key not in needed:
+                continue
+            for index, counts in chunks.items():
+                if not index.isdigit() or int(index) >= needed[key]:
+                    why = f"point {key} has no chunk {index!r}"
+                elif check is not None and (problem := check(points[key], int(index), counts)):
+                    why = f"point {key}, chunk {index}: {problem}"
+                else:
+                    continue
+                self._drop_partial(why)
+                return
+
+    def _key(self, point: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(format_value(point[c]) for c in self.key_columns)
+
+    def _describe(self, key: tuple[str, ...]) -> str:
+        return " ".join(f"{c}={v}" for c, v in zip(self.key_columns, key, strict=True))
+
+    def outside(self, points: Sequence[dict[str, Any]]) -> list[str]:
+        """The stored points that are not among ``points``, described (``d=3 beta=0.5``)."""
+        on_grid = {self._key(p) for p in points}
+        return [self._describe(k) for k in self.rows if k not in on_grid]
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, order: Iterable[tuple[str, ...]]) -> None:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.columns)
+        digests = {}
+        for key in order:
+            values = [[_spell(row[c]) for c in self.readers] + list(self.echo.values())
+                      for row in map(dataclasses.asdict, self.rows.get(key, ()))]
+            if values:
+                writer.writerows(values)
+                digests["|".join(key)] = _digest(values)
+        self.meta["digests"] = digests
+        # the metadata first: a crash before the table leaves a digest of a point still
+        # to compute, never a row without its digest
+        atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(self.csv_path, buf.getvalue())
+        self._write_partial()
+
+    def _write_partial(self) -> None:
+        if self.partial:
+            atomic_write_text(self.chunks_path, json.dumps({"points": self.partial}) + "\n")
+        else:
+            self.chunks_path.unlink(missing_ok=True)
+
+    def _save(self, write: Callable[[], None]) -> None:
+        """``write()``, finished even when Ctrl-C lands in the middle (then re-raised).
+
+        The CSV, the JSON and the chunk file are three files: an interrupt between them
+        would leave the run record one point behind the table.
+        """
+        try:
+            write()
+        except KeyboardInterrupt:
+            write()
+            raise
+
+    def _stamp(self, record: dict[str, Any], start: float) -> None:
+        record["wall_time_s"] = round(time.perf_counter() - start, 3)
+        self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
+
+    def is_done(self, point: dict[str, Any]) -> bool:
+        """Whether ``point`` has a stored row."""
+        return self._key(point) in self.rows
+
+    def stored_chunks(self, point: dict[str, Any]) -> dict[int, Counts]:
+        """The finished chunks of an unfinished ``point``: chunk index -> counts."""
+        return {int(k): v for k, v in self.partial.get("|".join(self._key(point)), {}).items()}
+
+    def run(
+        self,
+        points: Sequence[dict[str, Any]],
+        compute: Callable[[dict[str, Any]], R | list[R]],
+        *,
+        quiet: bool = False,
+        desc: str | None = None,
+        prune: bool = False,
+    ) -> list[R]:
+        """Compute every missing point in one piece each, saving after each; return all
+        rows in grid order. ``compute(point)`` returns the row (an instance of
+        ``row_type`` whose key fields are the point's coordinates), or a non-empty list
+        of such rows."""
+        return self.run_chunked(points, lambda point: 1, lambda point, k: compute(point),
+                                lambda point, pieces: pieces[0], quiet=quiet, desc=desc,
+                                prune=prune)
+
+    def run_chunked(
+        self,
+        points: Sequence[dict[str, Any]],
+        chunks: Callable[[dict[str, Any]], int],
+        chunk: Callable[[dict[str, Any], int], Any],
+        finish: Callable[[dict[str, Any], list[Any]], R | list[R]],
+        *,
+        executor: Any = None,
+        quiet: bool = False,
+        desc: str | None = None,
+        check: Callable[[dict[str, Any], int, Counts], str | None] | None = None,
+        prune: bool = False,
+    ) -> list[R]:
+        """Compute every missing chunk of every missing point; return all rows in grid order.
+
+        ``chunks(point)`` is the number of chunks of a point, ``chunk(point, k)`` computes
+        chunk ``k`` (JSON-ready counts when a point has more than one chunk: they are
+        stored until the point is complete) and ``finish(point, results)`` makes the row
+        from the results of all its chunks, in chunk order. ``executor`` (see
+        :mod:`spheresde.experiments._executors`; None: in this process, in task order)
+        runs the chunks, in any order and anywhere; this process alone writes the files.
+        ``check(point, k, counts)`` says what is wrong with stored counts (None: nothing).
+        Stored points outside ``points`` refuse (:class:`ParameterMismatch`) unless
+        ``prune`` drops them. The lock is released when this returns or raises.
+        """
+        try:
+            return self._run_chunked(points, chunks, chunk, finish, executor=executor,
+                                     quiet=quiet, desc=desc, check=check, prune=prune)
+        finally:
+            self.close()
+
+    def _run_chunked(self, points, chunks, chunk, finish, *, executor, quiet, desc, check,
+                     prune) -> list[R]:
+        order = [self._key(p) for p in points]
+        outside = self.outside(points)
+        if outside and not prune:
+            shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more"
+                                              if len(outside) > 3 else "")
+            raise ParameterMismatch(
+                f"{self.csv_path} holds {len(outside)} finished point(s) outside the "
+                f"requested grid ({shown}); add them to the grid to keep them, or pass "
+                "--prune to drop them")
+        on_grid = set(order)
+        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}  # pruned, if any
+        # off the grid, unfinished points keep their chunks unless pruned; a finished
+        # point's chunks (a crash between the table and the cache) are dropped
+        self.partial = {k: v for k, v in self.partial.items()
+                        if tuple(k.split("|")) not in self.rows
+                        and (not prune or tuple(k.split("|")) in on_grid)}
+        pending = [p for p in points if not self.is_done(p)]
+        needed = {self._key(p): chunks(p) for p in pending}
+        self._check_partial({"|".join(k): n for k, n in needed.items()}, check,
+                            {"|".join(self._key(p)): p for p in pending})
+        results: dict[tuple[str, ...], dict[int, Any]] = {
+            self._key(p): self.stored_chunks(p) for p in pending}
+        tasks = [(p, k) for p in pending for k in range(needed[self._key(p)])
+                 if k not in results[self._key(p)]]
+        total = sum(needed.values())
+        record: dict[str, Any] = {
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "points_total": len(points),
+            "points_computed": 0,
+            "chunks_computed": 0,
+            "executor": "serial" if executor is None else executor.describe(),
+            "wall_time_s": 0.0,
+            "finished": False,
+        }
+        self.meta["runs"].append(record)
+        start = time.perf_counter()
+
+        def complete(point: dict[str, Any]) -> None:
+            key = self._key(point)
+            pieces = results.pop(key)
+            made = finish(point, [pieces[k] for k in range(needed[key])])
+            rows = made if isinstance(made, list) else [made]
+            if not rows:
+                raise ValueError(f"compute({point}) returned no row")
+            for row in rows:
+                if not isinstance(row, self.row_type):
+                    raise TypeError(f"compute() must return a {self.row_type.__name__} "
+                                    f"or a list of them, got {type(row).__name__}")
+                if self._key(dataclasses.asdict(row)) != key:
+                    raise ValueError(f"compute({point}) returned the row of another point")
+            self.rows[key] = rows
+            self.partial.pop("|".join(key), None)
+            record["points_computed"] += 1
+
+        with tqdm(total=total, initial=total - len(tasks), desc=desc or self.name,
+                  disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
+            for point in pending:  # every chunk already stored (or none needed)
+                if len(results[self._key(point)]) == needed[self._key(point)]:
+                    complete(point)
+            self._stamp(record, start)
+            self._save(lambda: self._write(order))
+            done = (((task, chunk(*task)) for task in tasks) if executor is None
+                    else executor.map_unordered(chunk, tasks))
+            for (point, k), value in done:
+                key = self._key(point)
+                results[key][k] = value
+                record["chunks_computed"] += 1
+                self._stamp(record, start)
+                if len(results[key]) == needed[key]:
+                    complete(point)
+                    self._save(lambda: self._write(order))
+                else:
+                    self.partial.setdefault("|".join(key), {})[str(k)] = value
+                    self._save(self._write_partial)
+                bar.update()
+        self._stamp(record, start)
+        record["finished"] = True
+        self._write(order)
+        return [row for k in order for row in self.rows[k]]
+
+
+def _digest(lines: list[list[str]]) -> str:
+    """CRC-32 (8 hex digits) of a point's CSV lines, fields joined by commas."""
+    return f"{zlib.crc32(chr(10).join(','.join(v) for v in lines).encode()):08x}"

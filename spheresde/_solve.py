@@ -676,8 +676,9 @@ def _check_y0(sde, y0, ts, args, *, batch):
         except Exception as err:
             raise ValueError(
                 f"sde.{name} failed on y0 of shape {state.shape} with increments dw of shape "
-                f"noise_shape={sde.noise_shape}: {str(err).rstrip('.')}. Check y0 and noise_shape: pass the "
-                f"noise_shape of the dw that diffusion(t, y, args, dw) expects"
+                f"noise_shape={sde.noise_shape}: {str(err).rstrip('.')}. Check y0 and "
+                f"noise_shape: pass the noise_shape of the dw that diffusion(t, y, args, dw) "
+                f"expects"
             ) from err
         if getattr(out, "shape", None) != state.shape:
             raise ValueError(

@@ -243,8 +243,8 @@ def test_brownian_tree_too_short():
 
 def test_wrong_noise_shape():
     sde = spheresde.SphereSDE(ITO.drift, ITO.diffusion, (2,), "ito")
-    with pytest.raises(ValueError, match=r"(?s)noise_shape=\(2,\).*pass the noise_shape of the dw that "
-                                         r"diffusion\(t, y, args, dw\) expects"):
+    with pytest.raises(ValueError, match=r"(?s)noise_shape=\(2,\).*pass the noise_shape of the "
+                                         r"dw that diffusion\(t, y, args, dw\) expects"):
         _solve(sde=sde)
 
 
@@ -259,8 +259,8 @@ def test_state_on_spheres_of_different_dimensions():
 def test_unsupported_inner_solver_of_retracted(inner):
     name = type(inner).__name__
     with pytest.raises(ValueError, match=rf"Retracted\({name}\) is not supported: .*"
-                                         r"diffrax\.Euler\(\) \(Ito\), diffrax\.EulerHeun\(\) or an "
-                                         r"explicit Runge-Kutta method"):
+                                         r"diffrax\.Euler\(\) \(Ito\), diffrax\.EulerHeun\(\) "
+                                         r"or an explicit Runge-Kutta method"):
         spheresde.Retracted(inner)
 
 
@@ -284,8 +284,9 @@ def test_save_times_out_of_order():
 @pytest.mark.slow  # compiles an adaptive solve
 def test_max_steps_reached_message_first():
     controller = diffrax.PIDController(rtol=0, atol=1e-4)
-    with pytest.raises(RuntimeError, match=r"^solve: the maximum number of steps, max_steps=3, "
-                                           r"was reached before t1 = 0\.1; pass a larger max_steps"):
+    with pytest.raises(RuntimeError, match=r"^solve: the maximum number of steps, "
+                                           r"max_steps=3, was reached before t1 = 0\.1; pass "
+                                           r"a larger max_steps"):
         _solve(sde=STRAT, stepsize_controller=controller, max_steps=3)
 
 

@@ -153,10 +153,12 @@ def solve(
     stepsize_controller
         ``None`` (the fixed grid above) or a Diffrax controller. An adaptive one, such
         as ``diffrax.PIDController(rtol=0, atol=1e-2)``, needs a solver with an embedded
-        error estimate: :class:`~spheresde.solvers.GeodesicHeun` (against its Euler
-        predictor), :class:`~spheresde.solvers.GeodesicMidpoint` (against the Euler step)
-        or ``Retracted(diffrax.Heun())``, that is a Stratonovich SDE. Pass
-        ``max_steps`` (default 4096) through ``diffeqsolve_kwargs`` for long runs.
+        error estimate, that is a solver marked ``diffrax.AbstractAdaptiveSolver`` (for
+        ``Retracted``, its inner solver): :class:`~spheresde.solvers.GeodesicHeun`
+        (against its Euler predictor), :class:`~spheresde.solvers.GeodesicMidpoint`
+        (against the Euler step) or ``Retracted(diffrax.Heun())``, that is a
+        Stratonovich SDE. Pass ``max_steps`` (default 4096) through
+        ``diffeqsolve_kwargs`` for long runs.
     args
         Passed to ``drift`` and ``diffusion``.
     throw, **diffeqsolve_kwargs

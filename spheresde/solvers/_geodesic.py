@@ -57,27 +57,25 @@ def _exp_unit(y, v):
     return cos * (1.5 - 0.5 * inner(y, y)) * y + sinc * v
 
 
-def _two_stages(terms, t0, t_stage, y0, args, control, scale):
-    r"""``(k_1, \tilde y, k_2)``: :math:`k_1 = F(t_0, y_0)\Delta`, :math:`\tilde y =
-    \exp_{y_0}(\text{scale}\, k_1)` and :math:`k_2 = F(t_\text{stage}, \tilde y)\Delta`.
+def _increment(terms, t0, t1):
+    r"""``terms.contr(t0, t1)``, the increment :math:`(\Delta t, \Delta W)` of the step,
+    drawn inside a ``lax.cond`` (on ``t1 > t0``, always true in a step) so that it is
+    one buffer.
 
-    The two evaluations are one site in a ``lax.scan`` of length 2 (as in Diffrax's
-    Runge--Kutta solvers), so that the increment ``control`` enters as one buffer: as
-    two call sites, XLA on CPU fused the drawing of the Gaussian increments into each
-    consumer and drew them 4-5 times per step (GeodesicMidpoint 3.6x slower than
-    ``diffrax.Heun`` with normalization in float64, 1.3x with the increments given,
-    ``tests/benchmarks/bench_solvers.py --brownian``). The scan's last exponential map
-    is not used; it costs less than one evaluation.
+    Drawn in the open, its Gaussian increments are elementwise work that XLA on CPU
+    fuses into every consumer and recomputes there: twice per step in GeodesicEuler,
+    4-5 times in GeodesicMidpoint (3.6x slower than ``diffrax.Heun`` with normalization
+    in float64, 1.3x with the increments given; ``tests/benchmarks/bench_solvers.py
+    --brownian``). A branch of a conditional is compiled apart, so its output is stored
+    once; the other branch is zeros (the increment of an empty step).
     """
-    t_stage = jnp.asarray(t_stage, jnp.result_type(t0, t_stage))
+    def draw():
+        return terms.contr(t0, t1)
 
-    def stage(carry, _):
-        t, y = carry
-        k = _stratonovich_increment(terms, t, y, args, control)
-        return (t_stage, _exp_unit(y0, scale * k)), (y, k)
+    def empty():
+        return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(draw))
 
-    _, (ys, ks) = jax.lax.scan(stage, (jnp.asarray(t0, t_stage.dtype), y0), length=2)
-    return ks[0], ys[1], ks[1]
+    return jax.lax.cond(t1 > t0, draw, empty)
 
 
 def _transport(x, y, u):
@@ -174,7 +172,7 @@ class AbstractGeodesicSolver(diffrax.AbstractSolver):
         ``solver_state`` and ``made_jump`` are ignored.
         """
         del solver_state, made_jump
-        y1, y_error = self.update(terms, t0, t1, y0, args, terms.contr(t0, t1))
+        y1, y_error = self.update(terms, t0, t1, y0, args, _increment(terms, t0, t1))
         return y1, y_error, dict(y0=y0, y1=y1), None, finite_result(y1)
 
     def func(self, terms, t0, y0, args):
@@ -274,8 +272,9 @@ class GeodesicHeun(AbstractGeodesicSolver, diffrax.AbstractStratonovichSolver,
         return 2
 
     def update(self, terms, t0, t1, y0, args, control):
-        k1, y_pred, k2 = _two_stages(terms, t0, t1, y0, args, control, 1.0)
-        k2 = _transport(y_pred, y0, k2)
+        k1 = _stratonovich_increment(terms, t0, y0, args, control)
+        y_pred = _exp_unit(y0, k1)
+        k2 = _transport(y_pred, y0, _stratonovich_increment(terms, t1, y_pred, args, control))
         # Embedded Euler step exp(k1): the two differ by exp of 0.5 (k2 - k1) to first order.
         return _exp_unit(y0, 0.5 * (k1 + k2)), 0.5 * (k2 - k1)
 
@@ -299,8 +298,10 @@ class GeodesicMidpoint(AbstractGeodesicSolver, diffrax.AbstractStratonovichSolve
         return 2
 
     def update(self, terms, t0, t1, y0, args, control):
-        k1, y_mid, k2 = _two_stages(terms, t0, 0.5 * (t0 + t1), y0, args, control, 0.5)
-        k2 = _transport(y_mid, y0, k2)
+        k1 = _stratonovich_increment(terms, t0, y0, args, control)
+        y_mid = _exp_unit(y0, 0.5 * k1)
+        k2 = _transport(y_mid, y0,
+                        _stratonovich_increment(terms, 0.5 * (t0 + t1), y_mid, args, control))
         # Embedded Euler step exp(k1): the two differ by exp of (k2 - k1) to first order.
         return _exp_unit(y0, k2), k2 - k1
 

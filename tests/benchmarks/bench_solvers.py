@@ -82,6 +82,44 @@ The rest of the gap is not the trigonometry of the exponential map: a trig-free 
 retraction in its place was 5x slower, not faster (the same fusion effect, through
 its own sums over coordinates); it stays open.
 
+``--brownian`` (Brownian motion on S^2, ``--brownian --paths 20000 --horizon 1 --dt 0.001
+--cpu-devices 1 [--float64]``): the default schemes against Diffrax's own steps with a
+normalization after every step (what a careful user writes), ratios in the same
+rounds. 2026-12-01 22:00-22:15 UTC, a machine loaded to 10-20x its two cores (so
+seconds are inflated; the ratios are what counts), the geodesic schemes with the
+trigonometry-free exponential map and the two-stage schemes' evaluations in one
+``lax.scan`` (commit 87c39a3)::
+
+                                   float64: wall  ratio   float32: wall  ratio
+    diffrax.Euler + normalize            11.72 s  1.00              4.43 s  1.00
+    GeodesicEuler (Ito default)          12.75 s  1.09              0.75 s  0.17
+    diffrax.Heun + normalize              5.10 s  0.43              0.93 s  0.21
+    GeodesicMidpoint (Strat. default)    10.46 s  0.89              1.09 s  0.25
+    GeodesicHeun                          8.73 s  0.75              2.07 s  0.47
+
+Before (6c7ce3e, float64, same loaded machine): GeodesicEuler 1.27x and
+GeodesicMidpoint 1.95x diffrax.Euler + normalize. ``diffrax.Euler`` + normalize is
+slower than Heun + normalize because XLA on CPU fuses the drawing of the Gaussian
+increments into each of their consumers and recomputes it there (4 copies of the
+inverse-erf in its compiled loop, 1 in Heun's, whose stages run in a scan). The
+geodesic schemes now draw the increment inside a ``lax.cond`` (one copy; replaces the
+scan), measured only in a smaller form under the same load (10,000 paths x 500 steps,
+float64, each solver's ``step`` in a ``fori_loop`` with ``UnsafeBrownianPath``, best of
+three, two runs)::
+
+                        before (6c7ce3e)   lax.cond (this version)
+    Heun + normalize         1.52 s         0.78 s, 1.29 s
+    Euler + normalize        1.49 s         0.88 s, 1.26 s
+    GeodesicEuler            1.84 s         0.65 s, 0.89 s
+    GeodesicMidpoint         5.46 s         0.83 s, 1.25 s
+    GeodesicHeun             4.71 s         0.82 s, 1.59 s
+
+With the increments given (no drawing), the same loop: Heun + normalize 0.21 s,
+GeodesicEuler 0.07 s, GeodesicMidpoint 0.28 s (1.3x Heun + normalize, the cost of two
+exponential maps and a transport). The float64 cos and sin were calls into the C
+library element by element; :func:`spheresde._geometry.cos_sinc` (series in the squared
+norm) replaced them, with about 10% gain on GeodesicEuler.
+
 ``--accuracy`` (about 2 minutes: ``--accuracy --paths 20000 --cpu-devices 1``) weighs
 that against accuracy: all three have weak order 1, so the cost at equal accuracy is
 (time per step) x |C| for a weak error C dt, with C measured on common random numbers.

@@ -67,8 +67,10 @@ from ._weights import Hybrid as Hybrid
 from ._weights import PureNoise as PureNoise
 from .experiments._weak_error import WeakErrors as WeakErrors
 from .experiments._weak_error import weak_error_vs_layers as weak_error_vs_layers
+from .solvers import AbstractGeodesicSolver as AbstractGeodesicSolver
 from .solvers import GeodesicEuler as GeodesicEuler
 from .solvers import GeodesicHeun as GeodesicHeun
+from .solvers import GeodesicItoHeun as GeodesicItoHeun
 from .solvers import GeodesicMidpoint as GeodesicMidpoint
 from .solvers import Retracted as Retracted
 

@@ -7,6 +7,7 @@ import warnings
 
 import diffrax
 import equinox as eqx
+import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 import jax.random as jr
@@ -18,8 +19,7 @@ from ._devices import leading_axis_sharding
 from ._geometry import retract
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
-from .solvers import GeodesicEuler, GeodesicMidpoint, Retracted
-from .solvers._geodesic import _AbstractGeodesicSolver
+from .solvers import AbstractGeodesicSolver, GeodesicEuler, GeodesicMidpoint, Retracted
 
 try:  # the tracer of jax.grad (reverse mode) since JAX 0.4.36; JVPTracer is forward mode
     from jax._src.interpreters.ad import LinearizeTracer as _ReverseModeTracer
@@ -57,6 +57,34 @@ def solver_convention(solver: diffrax.AbstractSolver) -> str | None:
     if isinstance(solver, diffrax.AbstractStratonovichSolver):
         return "stratonovich"
     return None
+
+
+_SENSES = {"ito": "Ito", "stratonovich": "Stratonovich"}
+_ARTICLES = {"ito": "an", "stratonovich": "a"}
+
+_FORWARD_ONLY = (
+    "jax.grad (reverse mode) reached a spheresde solve that ran in forward mode "
+    "(diffrax.ForwardMode, the default): solve sees jax.grad only when it is applied to it "
+    "directly, not through jax.jit (jax.grad(jax.jit(f))). Pass "
+    "adjoint=diffrax.RecursiveCheckpointAdjoint() (and brownian='virtual') to solve or "
+    "solve_batch for reverse mode, or differentiate in forward mode (jax.jacfwd, jax.jvp)"
+)
+
+
+def solver_name(solver: diffrax.AbstractSolver) -> str:
+    """``"GeodesicEuler"``, ``"Retracted(Heun)"``: the class, with a wrapper's inner solver."""
+    if isinstance(solver, diffrax.AbstractWrappedSolver):
+        return f"{type(solver).__name__}({solver_name(solver.solver)})"
+    return type(solver).__name__
+
+
+def has_error_estimate(solver: diffrax.AbstractSolver) -> bool:
+    """Whether ``solver`` serves adaptive steps: Diffrax's marker
+    ``diffrax.AbstractAdaptiveSolver`` on it or, for a wrapper such as
+    :class:`~spheresde.solvers.Retracted`, on its inner solver."""
+    if isinstance(solver, diffrax.AbstractWrappedSolver):
+        return has_error_estimate(solver.solver)
+    return isinstance(solver, diffrax.AbstractAdaptiveSolver)
 
 
 def solve(
@@ -125,10 +153,12 @@ def solve(
     stepsize_controller
         ``None`` (the fixed grid above) or a Diffrax controller. An adaptive one, such
         as ``diffrax.PIDController(rtol=0, atol=1e-2)``, needs a solver with an embedded
-        error estimate: :class:`~spheresde.solvers.GeodesicHeun` (against its Euler
-        predictor), :class:`~spheresde.solvers.GeodesicMidpoint` (against the Euler step)
-        or ``Retracted(diffrax.Heun())``, that is a Stratonovich SDE. Pass
-        ``max_steps`` (default 4096) through ``diffeqsolve_kwargs`` for long runs.
+        error estimate, that is a solver marked ``diffrax.AbstractAdaptiveSolver`` (for
+        ``Retracted``, its inner solver): :class:`~spheresde.solvers.GeodesicHeun`
+        (against its Euler predictor), :class:`~spheresde.solvers.GeodesicMidpoint`
+        (against the Euler step) or ``Retracted(diffrax.Heun())``, that is a
+        Stratonovich SDE. Pass ``max_steps`` (default 4096) through
+        ``diffeqsolve_kwargs`` for long runs.
     args
         Passed to ``drift`` and ``diffusion``.
     throw, **diffeqsolve_kwargs
@@ -140,6 +170,25 @@ def solve(
         that calls ``solve``, ``solve`` cannot see it: pass ``brownian="virtual"`` and
         ``adjoint=diffrax.RecursiveCheckpointAdjoint()``.
 
+    Notes
+    -----
+    **Events.** ``event=diffrax.Event(cond_fn)`` (through ``diffeqsolve_kwargs``) stops
+    the solve at the first step where ``cond_fn(t, y, args)`` turns ``True`` or, for a
+    real-valued ``cond_fn`` with ``diffrax.Event(cond_fn, root_finder=...)``, at its
+    zero on the great circle of that step; ``sol.ts`` then holds that time,
+    ``sol.event_mask`` whether it happened, and ``sol.result`` is
+    ``RESULTS.event_occurred`` (a success). With fixed steps an event between two grid
+    points is seen at the end of the step: first-passage times carry a bias of order
+    :math:`\sqrt{\Delta t}` (gallery: first passage). For many paths,
+    :func:`solve_batch` gives every path its own stopping time.
+
+    **Failures.** A step whose new state is not finite (NaN or infinity, for example a
+    drift that blows up) stops the solve with ``RESULTS.nonfinite``. With ``throw=True``
+    (the default) every unsuccessful result raises a ``RuntimeError`` that says what
+    happened, at which time and what to pass (``max_steps``, for instance); inside
+    ``jax.jit`` the check becomes Diffrax's runtime error. ``throw=False`` returns the
+    solution up to the failure; its ``result`` says what happened.
+
     Examples
     --------
     Many paths: :func:`solve_batch` (one solve of the stacked paths, faster), or
@@ -147,11 +196,13 @@ def solve(
     """
     reverse = _under_grad((sde, y0, args))
     solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
-                                      stepsize_controller, reverse, batch=False)
+                                      stepsize_controller, reverse, saveat,
+                                      diffeqsolve_kwargs, batch=False)
     kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
-    return _solve(sde, solver, y0, ts, key,
-                  _path_spec(brownian, brownian_tol, dt, stepsize_controller), saveat, args,
-                  throw, kwargs)
+    sol = _solve(sde, solver, y0, ts, key,
+                 _path_spec(brownian, brownian_tol, dt, stepsize_controller), saveat, args,
+                 kwargs)
+    return _raise_unsuccessful(sol, throw, ts, stepsize_controller)
 
 
 def solve_batch(
@@ -206,6 +257,16 @@ def solve_batch(
         but ``ts`` gains the paths axis. No dense output (it would be one interpolant
         per path): use the stacked form.
 
+    **Events** (``event=diffrax.Event(cond_fn)``, see :func:`solve`) stop each path at
+    its own time, so they need ``stacked=False`` (the default with an event): ``sol.ts``
+    then has the paths axis, shape ``(paths, saves)``, and ``sol.event_mask`` says which
+    paths stopped. The stacked form is one solve of all paths, whose event would stop
+    every path at the first hit; ``stacked=True`` with an event is refused.
+
+    **Failures**: with ``throw=True`` an unsuccessful path (a non-finite state,
+    ``max_steps`` reached) raises, naming how many paths failed and the first one; with
+    ``throw=False`` ``sol.result`` has the paths axis in the per-path form.
+
     ``shard`` (stacked form only): split the paths over the local devices of JAX's default
     backend (several GPUs, or the CPU cores made devices with
     ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before JAX first runs).
@@ -218,31 +279,41 @@ def solve_batch(
                         "given paths, jax.vmap solve over them")
     stackable = _stackable(saveat)
     dense = saveat is not None and saveat.dense
+    event = diffeqsolve_kwargs.get("event") is not None
     if stacked is None:
-        stacked = stackable and not _adaptive(stepsize_controller)
+        stacked = stackable and not _adaptive(stepsize_controller) and not event
     elif stacked and not stackable:
         raise ValueError("solve_batch: stacked=True needs a saveat without fn, subs of "
                          "several fns or saved solver/controller states (they would see the "
                          "whole batch); pass stacked=False")
+    elif stacked and event:
+        raise ValueError("solve_batch: an event stops each path at its own time, which needs "
+                         "stacked=False (the stacked form is one solve of all paths: its event "
+                         "would see the whole batch and stop every path at the first hit); "
+                         "pass stacked=False or leave stacked unset")
     if dense and not stacked:
         raise ValueError("solve_batch: dense output (SaveAt(dense=True)) needs the stacked "
                          "form, whose one interpolant evaluates every path; pass stacked=True "
                          "and a saveat without fn or saved solver/controller states")
     reverse = _under_grad((sde, y0, args))
     solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
-                                      stepsize_controller, reverse, batch=True)
+                                      stepsize_controller, reverse, saveat,
+                                      diffeqsolve_kwargs, batch=True)
     path_spec = _path_spec(brownian, brownian_tol, dt, stepsize_controller)
     kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
     if stacked:
         sharding = _paths_sharding(y0.shape[0], shard)
-        return _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw,
-                              kwargs, sharding)
+        sol = _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs,
+                             sharding)
+        return _raise_unsuccessful(sol, throw, ts, stepsize_controller)
     if shard:
         raise ValueError("solve_batch: shard=True needs the stacked form (stacked=True)")
     keys = jr.split(key, y0.shape[0])
-    sol = _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwargs)
-    if saveat is not None and getattr(saveat.subs, "steps", False) and _adaptive(
-            stepsize_controller):
+    sol = _raise_unsuccessful(
+        _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, kwargs), throw, ts,
+        stepsize_controller)
+    if event or (saveat is not None and getattr(saveat.subs, "steps", False)
+                 and _adaptive(stepsize_controller)):
         return sol
     # The save times are the same for every path: one copy of them, as in the stacked form.
     return eqx.tree_at(lambda s: s.ts, sol, jax.tree.map(lambda t: t[0], sol.ts),
@@ -282,7 +353,7 @@ def _solve_kwargs(ts, controller, reverse, kwargs) -> dict:
     else:
         steps = {"stepsize_controller": controller, "dt0": ts[1] - ts[0]}
     adjoint = diffrax.RecursiveCheckpointAdjoint() if reverse else diffrax.ForwardMode()
-    return {"adjoint": adjoint, **steps, **kwargs}
+    return {"adjoint": adjoint, **steps, **kwargs, "throw": False}
 
 
 def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
@@ -308,7 +379,7 @@ def _path_spec(brownian, brownian_tol, dt, controller):
     return brownian
 
 
-def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs):
+def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs):
     if isinstance(path_spec, tuple):
         kind, tol = path_spec
         shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
@@ -327,10 +398,54 @@ def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwarg
         solver = _forward_mode_ready(solver)
     kwargs = dict(kwargs)
     dt0 = kwargs.pop("dt0")
-    return diffrax.diffeqsolve(
+    sol = diffrax.diffeqsolve(
         sde.terms(path), solver, ts[0], ts[-1], dt0, y0, args=args,
-        saveat=diffrax.SaveAt(t1=True) if saveat is None else saveat, throw=throw, **kwargs,
+        saveat=diffrax.SaveAt(t1=True) if saveat is None else saveat, **kwargs,
     )
+    if isinstance(kwargs["adjoint"], diffrax.ForwardMode):
+        # jax.grad(jax.jit(f)) cannot be seen from here; it would fail on the transpose of
+        # the while loop with JAX's message. This identity says what to pass instead.
+        sol = eqxi.nondifferentiable_backward(sol, msg=_FORWARD_ONLY)
+    return sol
+
+
+def _raise_unsuccessful(sol, throw, ts, controller):
+    """``sol``, after raising a message if ``throw`` and a path did not succeed.
+
+    ``diffeqsolve`` runs with ``throw=False``: its own runtime error puts the message under
+    a stack of Equinox's. Outside of JAX transformations the result is concrete and
+    the message here says what happened, when and what to pass; under ``jax.jit`` or
+    ``jax.grad`` it stays Diffrax's runtime error.
+    """
+    result = sol.result
+    if not throw:
+        return sol
+    okay = diffrax.is_okay(result)
+    if result.is_traced():
+        return result.error_if(sol, jnp.invert(okay))
+    okay = np.asarray(okay).ravel()
+    if okay.all():
+        return sol
+    bad = np.flatnonzero(~okay)
+    first = int(bad[0])
+    where = "" if okay.size == 1 else f" in {bad.size} of {okay.size} paths (first: path {first})"
+    steps = int(np.asarray(sol.stats["num_steps"]).ravel()[first])
+    item = jax.tree.map(lambda v: jnp.ravel(v)[first], result)
+    if item == diffrax.RESULTS.nonfinite:
+        when = (f"in the step ending at t = {float(ts[steps]):.6g}" if controller is None
+                else f"in step {steps}")
+        raise RuntimeError(
+            f"solve: the state turned NaN or infinite {when}{where}: sde.drift or "
+            f"sde.diffusion returned a non-finite value there, or the step is too large for "
+            f"them; pass throw=False to get the solution up to that step (its result is "
+            f"diffrax.RESULTS.nonfinite)")
+    if item == diffrax.RESULTS.max_steps_reached:
+        raise RuntimeError(
+            f"solve: the maximum number of steps, max_steps={sol.stats['max_steps']}, was "
+            f"reached before t1 = {float(ts[-1]):.6g}{where}; pass a larger max_steps "
+            f"(default 4096 with an adaptive stepsize_controller) or a looser rtol/atol")
+    raise RuntimeError(f"solve: {diffrax.RESULTS[item]}{where}; pass throw=False to inspect "
+                       f"the solution")
 
 
 def _forward_mode_ready(solver):
@@ -350,9 +465,9 @@ _solve = eqx.filter_jit(_diffeqsolve)
 
 
 @eqx.filter_jit
-def _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, throw, kwargs):
+def _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, kwargs):
     def one(y, k):
-        return _diffeqsolve(sde, solver, y, ts, k, path_spec, saveat, args, throw, kwargs)
+        return _diffeqsolve(sde, solver, y, ts, k, path_spec, saveat, args, kwargs)
 
     return jax.vmap(one)(y0, keys)
 
@@ -370,12 +485,12 @@ def _paths_sharding(paths: int, shard: bool | None) -> NamedSharding | None:
 
 
 @eqx.filter_jit
-def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, throw, kwargs, sharding):
+def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs, sharding):
     paths = y0.shape[0]
     if sharding is not None:
         y0 = jax.lax.with_sharding_constraint(y0, sharding)
     sol = _diffeqsolve(stack_sde(sde, paths), solver, y0, ts, key, path_spec, saveat, args,
-                       throw, kwargs)
+                       kwargs)
     if sol.ys is None:  # dense output only
         return sol
     # Diffrax saves (times, paths, ...); give the paths axis first as the vmapped form does.
@@ -386,7 +501,8 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse, *, batch):
+def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse, saveat,
+           kwargs, *, batch):
     """Eager checks on the inputs; returns the solver, the normalized start, the grid
     (fixed steps; its first step is ``dt``) and the kind of Brownian path."""
     if not isinstance(sde, SphereSDE):
@@ -398,18 +514,28 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse
     sense = solver_convention(solver)
     if sense != sde.convention:
         raise ValueError(
-            f"solver {type(solver).__name__} converges to the "
-            f"{sense or 'unspecified (neither Ito nor Stratonovich)'} solution but the SDE is "
-            f"written in {sde.convention} form; pass an {sde.convention} solver "
-            f"(default: {type(default_solver(sde.convention)).__name__}) or rewrite the SDE"
+            f"solver {solver_name(solver)} converges to the "
+            f"{_SENSES.get(sense, 'unspecified (neither Ito nor Stratonovich)')} solution but "
+            f"the SDE is written in {_SENSES[sde.convention]} form; pass "
+            f"{_ARTICLES[sde.convention]} {_SENSES[sde.convention]} solver (default: "
+            f"{type(default_solver(sde.convention)).__name__}) or rewrite the SDE"
         )
-    if not isinstance(solver, (_AbstractGeodesicSolver, Retracted)):
-        name = type(solver).__name__
+    if not isinstance(solver, (AbstractGeodesicSolver, Retracted)):
+        name = solver_name(solver)
         raise ValueError(
             f"solver {name} steps in R^d and leaves the sphere; wrap it as "
             f"spheresde.Retracted({name}(...)) (normalizes every step) or use "
             f"{type(default_solver(sde.convention)).__name__}()"
         )
+    adjoint = kwargs.get("adjoint")
+    if isinstance(adjoint, diffrax.BacksolveAdjoint):
+        raise ValueError(
+            "adjoint=diffrax.BacksolveAdjoint() is not supported: it solves an adjoint SDE "
+            "for the state and its cotangents, which are not on the sphere, with the sphere "
+            "solver; pass adjoint=diffrax.RecursiveCheckpointAdjoint() (reverse mode; "
+            "jax.grad through solve chooses it) or keep the default diffrax.ForwardMode()")
+    reverse = reverse or isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint,
+                                              diffrax.DirectAdjoint))
     brownian = _check_controller(controller, solver, brownian, reverse)
     if isinstance(brownian, str):
         if brownian not in _BROWNIAN_KINDS:
@@ -422,12 +548,57 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse
                         f"got {type(brownian).__name__}")
 
     ts = _grid(t0, t1, dt)
+    _check_saveat(saveat, float(t0), float(t1))
     if controller is not None:
         # The controller places the steps: keep t0, the end of the first step and t1, so
         # that runs with other dt (a traced first step) share one compilation.
         ts = ts[jnp.array([0, 1, -1])]
     y0 = _check_y0(sde, y0, ts, args, batch=batch)
+    if not isinstance(brownian, str):
+        _check_path(brownian, sde, y0.dtype, float(t0), float(t1))
     return solver, y0, ts, brownian
+
+
+def _check_saveat(saveat, t0, t1):
+    """Refuse save times outside ``[t0, t1]`` or out of order (Diffrax's check of them
+    raises inside its jit, under Equinox's stack)."""
+    if saveat is None:
+        return
+    if not isinstance(saveat, diffrax.SaveAt):
+        raise TypeError(f"saveat must be a diffrax.SaveAt, got {type(saveat).__name__}")
+    subs = jax.tree.leaves(saveat.subs, is_leaf=lambda x: isinstance(x, diffrax.SubSaveAt))
+    for sub in subs:
+        if sub.ts is None or not _concrete(sub.ts):
+            continue
+        values = np.asarray(sub.ts, dtype=np.float64).ravel()
+        if values.size and (values.min() < t0 or values.max() > t1):
+            raise ValueError(f"saveat.ts must lie in [t0, t1] = [{t0:g}, {t1:g}], got values "
+                             f"from {values.min():g} to {values.max():g}; pass save times "
+                             f"within the interval solved")
+        if np.any(np.diff(values) < 0):
+            raise ValueError("saveat.ts must be in increasing order; pass np.sort(ts)")
+
+
+def _check_path(path, sde, dtype, t0, t1):
+    """A given Brownian path must span ``[t0, t1]`` and have values of ``sde.noise_shape``."""
+    start, end = getattr(path, "t0", None), getattr(path, "t1", None)
+    if start is not None and end is not None and _concrete(start) and _concrete(end):
+        if float(start) > t0 or float(end) < t1:
+            raise ValueError(
+                f"brownian is a path over [{float(start):g}, {float(end):g}], which does not "
+                f"cover [t0, t1] = [{t0:g}, {t1:g}]; pass a path over at least [t0, t1], e.g. "
+                f"diffrax.VirtualBrownianTree({t0:g}, {t1:g}, tol, shape, key)")
+    try:
+        out = jax.eval_shape(lambda: path.evaluate(t0, t1))
+    except Exception as err:
+        raise ValueError(f"brownian.evaluate(t0, t1) failed: {err}") from err
+    shape = getattr(out, "shape", None)
+    if shape != sde.noise_shape:
+        raise ValueError(
+            f"brownian has increments of shape "
+            f"{shape if shape is not None else type(out).__name__}, but the SDE's "
+            f"noise_shape is {sde.noise_shape}; pass a path of that shape, e.g. "
+            f"diffrax.VirtualBrownianTree(t0, t1, tol, shape={sde.noise_shape}, key=key)")
 
 
 def _check_controller(controller, solver, brownian, reverse):
@@ -447,10 +618,9 @@ def _check_controller(controller, solver, brownian, reverse):
                         f"{type(controller).__name__}")
     if not _adaptive(controller):
         return "unsafe" if brownian is None else brownian
-    if isinstance(solver, GeodesicEuler) or (
-            isinstance(solver, Retracted) and isinstance(solver.solver, diffrax.Euler)):
+    if not has_error_estimate(solver):
         raise ValueError(f"adaptive steps need a solver with an error estimate; "
-                         f"{type(solver).__name__} has none (Ito SDEs have fixed steps only): "
+                         f"{solver_name(solver)} has none (Ito SDEs have fixed steps only): "
                          f"write the SDE in Stratonovich form and use GeodesicMidpoint or "
                          f"GeodesicHeun")
     if brownian in ("unsafe", "weak"):
@@ -481,7 +651,15 @@ def _grid(t0, t1, dt) -> Array:
 
 
 def _check_y0(sde, y0, ts, args, *, batch):
-    y0 = jnp.asarray(y0)
+    try:
+        y0 = jnp.asarray(y0)
+    except (TypeError, ValueError) as err:
+        shapes = [getattr(leaf, "shape", ()) for leaf in jax.tree.leaves(y0)]
+        raise ValueError(
+            f"y0 must be one array (shape (d,), or (n, d) for n points on one sphere "
+            f"S^(d-1)); got a {type(y0).__name__} of arrays of shapes {shapes}: a state on "
+            f"spheres of different dimensions is not supported, solve each sphere's SDE "
+            f"on its own") from err
     if not jnp.issubdtype(y0.dtype, jnp.floating):
         y0 = y0.astype(jnp.result_type(float))
     lead = 1 if batch else 0
@@ -499,8 +677,10 @@ def _check_y0(sde, y0, ts, args, *, batch):
             out = jax.eval_shape(fn, ts[0], state, args, *extra)
         except Exception as err:
             raise ValueError(
-                f"sde.{name} failed on y0 of shape {state.shape} (noise_shape "
-                f"{sde.noise_shape}): {err}"
+                f"sde.{name} failed on y0 of shape {state.shape} with increments dw of shape "
+                f"noise_shape={sde.noise_shape}: {str(err).rstrip('.')}. Check y0 and "
+                f"noise_shape: pass the noise_shape of the dw that diffusion(t, y, args, dw) "
+                f"expects"
             ) from err
         if getattr(out, "shape", None) != state.shape:
             raise ValueError(

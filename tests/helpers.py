@@ -15,6 +15,7 @@ from spheresde import project_tangent
 # Every sphere-preserving scheme the tests hold to its declared orders and norm.
 SCHEMES = [
     pytest.param(spheresde.GeodesicEuler(), id="GeodesicEuler"),
+    pytest.param(spheresde.GeodesicItoHeun(), id="GeodesicItoHeun"),
     pytest.param(spheresde.Retracted(diffrax.Euler()), id="Retracted(Euler)"),
     pytest.param(spheresde.GeodesicHeun(), id="GeodesicHeun"),
     pytest.param(spheresde.GeodesicMidpoint(), id="GeodesicMidpoint"),

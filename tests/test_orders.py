@@ -33,7 +33,8 @@ def _weak_order(solver):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("solver", "d"),
-    [pytest.param(p.values[0], 10 if "Euler" in p.id else 5, id=p.id) for p in SCHEMES],
+    [pytest.param(p.values[0], 10 if spheresde.solver_convention(p.values[0]) == "ito" else 5,
+                  id=p.id) for p in SCHEMES],
 )
 def test_weak_order_brownian_motion(solver, d):
     # (d - 1) t / 2 = 0.8, dt = t/8 ... t/64: there every scheme is in its asymptotic

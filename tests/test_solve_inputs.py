@@ -88,10 +88,13 @@ def test_tiny_rounding_off_sphere_is_silent():
 @pytest.mark.parametrize(
     ("sde", "solver", "words"),
     [
-        (ITO, spheresde.GeodesicHeun(), "stratonovich solution but the SDE is written in ito"),
-        (brownian_motion_sde(3, "stratonovich"), diffrax.Euler(), "ito solution but the SDE"),
+        (ITO, spheresde.GeodesicHeun(), "Stratonovich solution but the SDE is written in Ito "
+                                        "form; pass an Ito solver"),
+        (brownian_motion_sde(3, "stratonovich"), diffrax.Euler(),
+         "Ito solution but the SDE is written in Stratonovich form; pass a Stratonovich solver"),
         (ITO, diffrax.Tsit5(), "unspecified"),
-        (ITO, spheresde.Retracted(diffrax.Heun()), "stratonovich solution"),
+        (ITO, spheresde.Retracted(diffrax.Heun()), r"solver Retracted\(Heun\) converges to the "
+                                                   "Stratonovich solution"),
     ],
 )
 def test_wrong_convention(sde, solver, words):
@@ -163,7 +166,7 @@ def test_tangent_diffusion_in_float32_passes_the_probe():
     ("sde", "solver", "brownian", "words"),
     [
         (ITO, None, None, "GeodesicEuler has none"),
-        (ITO, spheresde.Retracted(diffrax.Euler()), None, "Retracted has none"),
+        (ITO, spheresde.Retracted(diffrax.Euler()), None, r"Retracted\(Euler\) has none"),
         (STRAT, None, "unsafe", "pass brownian='virtual'"),
         (STRAT, None, "weak", "pass brownian='virtual'"),
     ],
@@ -197,3 +200,144 @@ def test_non_tangent_stratonovich_drift_refused():
     sde = spheresde.SphereSDE(lambda t, y, a: -y, STRAT.diffusion, (3,), "stratonovich")
     with pytest.raises(ValueError, match=r"sde\.drift is not tangent to the sphere"):
         _solve(sde=sde)
+
+
+# Each case below raised a raw error of JAX, Diffrax or Equinox before (issue 23).
+
+
+@pytest.mark.slow  # 13 s on a loaded 2-core machine: traces the solve under jax.grad
+def test_grad_through_jit_says_which_adjoint_to_pass():
+    # Under jax.jit solve cannot see jax.grad, runs in forward mode, and JAX's own message
+    # ("Reverse-mode differentiation does not work for lax.while_loop") said nothing useful.
+    def loss(y):
+        return _solve(sde=STRAT, y0=y, brownian="virtual").ys.sum()
+
+    with pytest.raises(RuntimeError, match=r"Pass adjoint=diffrax\.RecursiveCheckpointAdjoint"):
+        jax.grad(jax.jit(loss))(Y0)
+
+
+@pytest.mark.slow  # compiles the checkpointed reverse mode and the forward mode
+def test_grad_through_jit_with_the_adjoint_it_names():
+    def loss(y, adjoint):
+        return _solve(sde=STRAT, y0=y, brownian="virtual", adjoint=adjoint).ys[-1, 2]
+
+    y = jnp.array([0.6, 0.0, 0.8])
+    reverse = jax.grad(jax.jit(lambda y: loss(y, diffrax.RecursiveCheckpointAdjoint())))(y)
+    forward = jax.jacfwd(lambda y: loss(y, diffrax.ForwardMode()))(y)
+    assert jnp.allclose(reverse, forward, atol=1e-12)
+
+
+def test_brownian_path_of_the_wrong_shape():
+    path = diffrax.VirtualBrownianTree(0.0, 0.1, 1e-3, (2,), jr.key(0))
+    with pytest.raises(ValueError, match=r"increments of shape \(2,\), but the SDE's noise_shape "
+                                         r"is \(3,\); pass a path of that shape"):
+        _solve(brownian=path)
+
+
+def test_brownian_tree_too_short():
+    path = diffrax.VirtualBrownianTree(0.0, 0.05, 1e-3, (3,), jr.key(0))
+    with pytest.raises(ValueError, match=r"path over \[0, 0.05\], which does not cover \[t0, t1\] "
+                                         r"= \[0, 0.1\]; pass a path over at least"):
+        _solve(brownian=path)
+
+
+def test_wrong_noise_shape():
+    sde = spheresde.SphereSDE(ITO.drift, ITO.diffusion, (2,), "ito")
+    with pytest.raises(ValueError, match=r"(?s)noise_shape=\(2,\).*pass the noise_shape of the "
+                                         r"dw that diffusion\(t, y, args, dw\) expects"):
+        _solve(sde=sde)
+
+
+def test_state_on_spheres_of_different_dimensions():
+    with pytest.raises(ValueError, match=r"y0 must be one array .* shapes \[\(3,\), \(2,\)\]: "
+                                         r"a state on spheres of different dimensions"):
+        _solve(y0=(Y0, jnp.array([0.0, 1.0])))
+
+
+@pytest.mark.parametrize("inner", [diffrax.ReversibleHeun(), diffrax.ItoMilstein()],
+                         ids=["ReversibleHeun", "ItoMilstein"])
+def test_unsupported_inner_solver_of_retracted(inner):
+    name = type(inner).__name__
+    with pytest.raises(ValueError, match=rf"Retracted\({name}\) is not supported: .*"
+                                         r"diffrax\.Euler\(\) \(Ito\), diffrax\.EulerHeun\(\) "
+                                         r"or an explicit Runge-Kutta method"):
+        spheresde.Retracted(inner)
+
+
+def test_backsolve_adjoint_refused():
+    with pytest.raises(ValueError, match=r"BacksolveAdjoint\(\) is not supported: .*pass "
+                                         r"adjoint=diffrax\.RecursiveCheckpointAdjoint\(\)"):
+        _solve(sde=STRAT, brownian="virtual", adjoint=diffrax.BacksolveAdjoint())
+
+
+@pytest.mark.parametrize("ts", [[0.05, 0.2], [-0.01, 0.05]])
+def test_save_times_outside_the_interval(ts):
+    with pytest.raises(ValueError, match=r"saveat\.ts must lie in \[t0, t1\] = \[0, 0\.1\]"):
+        _solve(saveat=diffrax.SaveAt(ts=jnp.array(ts)))
+
+
+def test_save_times_out_of_order():
+    with pytest.raises(ValueError, match=r"saveat\.ts must be in increasing order"):
+        _solve(saveat=diffrax.SaveAt(ts=jnp.array([0.05, 0.02])))
+
+
+@pytest.mark.slow  # compiles an adaptive solve
+def test_max_steps_reached_message_first():
+    controller = diffrax.PIDController(rtol=0, atol=1e-4)
+    with pytest.raises(RuntimeError, match=r"^solve: the maximum number of steps, "
+                                           r"max_steps=3, was reached before t1 = 0\.1; pass "
+                                           r"a larger max_steps"):
+        _solve(sde=STRAT, stepsize_controller=controller, max_steps=3)
+
+
+def _nan_after(t_bad):
+    """Brownian motion on S^2 whose drift is NaN from ``t > t_bad`` on."""
+    def drift(t, y, args):
+        return jnp.where(t > t_bad, jnp.nan, 0.0) * y
+
+    return spheresde.SphereSDE(drift, ITO.diffusion, (3,), "ito")
+
+
+def test_non_finite_state_raises_with_the_time():
+    # The drift is evaluated at the start of a step: the first one from t > 0.05 is the
+    # step [0.06, 0.07] of the grid dt = 0.01.
+    with pytest.raises(RuntimeError, match=r"^solve: the state turned NaN or infinite in the "
+                                           r"step ending at t = 0\.07"):
+        _solve(sde=_nan_after(0.05))
+
+
+@pytest.mark.parametrize(("solver", "steps"), [
+    # GeodesicItoHeun evaluates the drift at the end of the step too: [0.05, 0.06] is bad.
+    pytest.param(spheresde.GeodesicItoHeun(), 6, id="GeodesicItoHeun"),
+    pytest.param(spheresde.Retracted(diffrax.Euler()), 7, id="Retracted(Euler)"),
+])
+def test_non_finite_state_is_unsuccessful(solver, steps):
+    sol = _solve(sde=_nan_after(0.05), solver=solver, throw=False,
+                 saveat=diffrax.SaveAt(steps=True))
+    assert sol.result == diffrax.RESULTS.nonfinite
+    assert int(sol.stats["num_steps"]) == steps  # stopped at the first bad step
+    assert jnp.all(jnp.isfinite(sol.ys[:steps - 1]))
+
+
+@pytest.mark.slow  # compiles the per-path (vmapped) form
+def test_non_finite_paths_of_a_batch_are_counted():
+    y0 = jnp.stack([Y0, jnp.array([0.0, 0.0, 1.0])])
+
+    def drift(t, y, args):  # NaN for the second start only
+        return jnp.where(y[..., 2:] > 0.5, jnp.nan, 0.0) * y
+
+    sde = spheresde.SphereSDE(drift, ITO.diffusion, (3,), "ito")
+    with pytest.raises(RuntimeError, match=r"step ending at t = 0\.01 in 1 of 2 paths "
+                                           r"\(first: path 1\)"):
+        spheresde.solve_batch(sde, y0, 0.0, 0.1, 0.01, key=jr.key(0), stacked=False)
+    sol = spheresde.solve_batch(sde, y0, 0.0, 0.1, 0.01, key=jr.key(0), stacked=False,
+                                throw=False)
+    assert [bool(r) for r in sol.result == diffrax.RESULTS.nonfinite] == [False, True]
+
+
+def test_events_need_the_per_path_form():
+    event = diffrax.Event(lambda t, y, args, **kwargs: y[..., 2] < 0)
+    with pytest.raises(ValueError, match=r"an event stops each path at its own time, which "
+                                         r"needs stacked=False"):
+        spheresde.solve_batch(STRAT, jnp.broadcast_to(Y0, (4, 3)), 0.0, 0.1, 0.01,
+                              key=jr.key(0), event=event, stacked=True)

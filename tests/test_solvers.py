@@ -95,6 +95,7 @@ def test_geodesic_heun_and_midpoint_formulas(problem):
     ("solver", "sense", "strong", "weak"),
     [
         (spheresde.GeodesicEuler(), "ito", 0.5, 1.0),
+        (spheresde.GeodesicItoHeun(), "ito", 0.5, 1.0),
         (spheresde.Retracted(diffrax.Euler()), "ito", 0.5, 1.0),
         (spheresde.GeodesicHeun(), "stratonovich", 0.5, 1.0),
         (spheresde.GeodesicMidpoint(), "stratonovich", 0.5, 1.0),

@@ -4,6 +4,7 @@ r"""Sphere-preserving SDE solvers, each a Diffrax solver usable in ``diffrax.dif
 solver                    sense          strong  weak  how the norm is kept
 ========================  =============  ======  ====  ================================
 ``GeodesicEuler``         Ito            0.5     1     exponential map (exact)
+``GeodesicItoHeun``       Ito            0.5     1     exponential map (exact)
 ``Retracted(Euler())``    Ito            0.5     1     normalization after the step
 ``GeodesicHeun``          Stratonovich   0.5*    1     exponential map (exact)
 ``GeodesicMidpoint``      Stratonovich   0.5*    1     exponential map (exact)
@@ -14,11 +15,16 @@ solver                    sense          strong  weak  how the norm is kept
 
 ``spheresde.solve`` uses ``GeodesicEuler`` for Ito and ``GeodesicMidpoint`` for
 Stratonovich SDEs: the smallest weak error constants of their sense on Brownian motion
-on the sphere (tests/test_orders.py).
+on the sphere (tests/test_orders.py). GeodesicHeun, GeodesicMidpoint and
+``Retracted(Heun())`` carry an embedded error estimate (``diffrax.AbstractAdaptiveSolver``)
+and serve adaptive steps. A new scheme subclasses :class:`AbstractGeodesicSolver`
+(docs/contributing.rst).
 """
 
+from ._geodesic import AbstractGeodesicSolver as AbstractGeodesicSolver
 from ._geodesic import GeodesicEuler as GeodesicEuler
 from ._geodesic import GeodesicHeun as GeodesicHeun
 from ._geodesic import GeodesicInterpolation as GeodesicInterpolation
+from ._geodesic import GeodesicItoHeun as GeodesicItoHeun
 from ._geodesic import GeodesicMidpoint as GeodesicMidpoint
 from ._retracted import Retracted as Retracted

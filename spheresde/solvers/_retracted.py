@@ -6,7 +6,14 @@ import diffrax
 from jaxtyping import PyTree
 
 from .._geometry import retract
-from ._geodesic import GeodesicInterpolation
+from ._geodesic import GeodesicInterpolation, finite_result
+
+# Inner solvers whose step is a function of the state and the increments of the path
+# alone: a retraction after it is a consistent scheme. Refused: solvers with a state of
+# their own that the retraction would break (ReversibleHeun, whose second state stays
+# off the sphere), those that need the diffusion's derivative or Levy areas (Milstein,
+# the stochastic Runge--Kutta methods), implicit ones.
+_SUPPORTED = (diffrax.Euler, diffrax.EulerHeun, diffrax.AbstractERK)
 
 # Weak orders of the Diffrax solvers a user is likely to wrap (Diffrax itself only
 # records ODE and strong orders). All are Euler-Maruyama-like in the noise: weak order 1.
@@ -39,10 +46,25 @@ class Retracted(diffrax.AbstractWrappedSolver):
     Parameters
     ----------
     solver
-        Any Diffrax solver, for example ``diffrax.Euler()``.
+        ``diffrax.Euler()`` (Ito), ``diffrax.EulerHeun()`` or an explicit Runge--Kutta
+        method (``diffrax.Heun()``, ``diffrax.Midpoint()``, ``diffrax.Ralston()``:
+        Stratonovich); others are refused with a message.
     """
 
     solver: diffrax.AbstractSolver
+
+    def __check_init__(self):
+        if not isinstance(self.solver, _SUPPORTED):
+            name = type(self.solver).__name__
+            raise ValueError(
+                f"Retracted({name}) is not supported: Retracted wraps a solver whose step "
+                f"is a function of the state and the increments of the path alone, "
+                f"diffrax.Euler() (Ito), diffrax.EulerHeun() or an explicit Runge-Kutta "
+                f"method such as diffrax.Heun(), diffrax.Midpoint() or diffrax.Ralston() "
+                f"(Stratonovich); {name} keeps a state of its own or needs derivatives or "
+                f"Levy areas of the noise. For a scheme that stays on the sphere by "
+                f"construction use spheresde.GeodesicEuler() or spheresde.GeodesicMidpoint()"
+            )
 
     @property
     def term_structure(self):
@@ -80,7 +102,7 @@ class Retracted(diffrax.AbstractWrappedSolver):
         )
         del dense_info
         y1 = retract(y1)
-        return y1, y_error, dict(y0=y0, y1=y1), solver_state, result
+        return y1, y_error, dict(y0=y0, y1=y1), solver_state, finite_result(y1, result)
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)

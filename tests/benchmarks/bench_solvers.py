@@ -82,6 +82,44 @@ The rest of the gap is not the trigonometry of the exponential map: a trig-free 
 retraction in its place was 5x slower, not faster (the same fusion effect, through
 its own sums over coordinates); it stays open.
 
+``--brownian`` (Brownian motion on S^2, ``--brownian --paths 20000 --horizon 1 --dt 0.001
+--cpu-devices 1 [--float64]``): the default schemes against Diffrax's own steps with a
+normalization after every step (what a careful user writes), ratios in the same
+rounds. 2026-12-01 22:00-22:15 UTC, a machine loaded to 10-20x its two cores (so
+seconds are inflated; the ratios are what counts), the geodesic schemes with the
+trigonometry-free exponential map and the two-stage schemes' evaluations in one
+``lax.scan`` (commit 87c39a3)::
+
+                                   float64: wall  ratio   float32: wall  ratio
+    diffrax.Euler + normalize            11.72 s  1.00              4.43 s  1.00
+    GeodesicEuler (Ito default)          12.75 s  1.09              0.75 s  0.17
+    diffrax.Heun + normalize              5.10 s  0.43              0.93 s  0.21
+    GeodesicMidpoint (Strat. default)    10.46 s  0.89              1.09 s  0.25
+    GeodesicHeun                          8.73 s  0.75              2.07 s  0.47
+
+Before (6c7ce3e, float64, same loaded machine): GeodesicEuler 1.27x and
+GeodesicMidpoint 1.95x diffrax.Euler + normalize. ``diffrax.Euler`` + normalize is
+slower than Heun + normalize because XLA on CPU fuses the drawing of the Gaussian
+increments into each of their consumers and recomputes it there (4 copies of the
+inverse-erf in its compiled loop, 1 in Heun's, whose stages run in a scan). The
+geodesic schemes now draw the increment inside a ``lax.cond`` (one copy; replaces the
+scan), measured only in a smaller form under the same load (10,000 paths x 500 steps,
+float64, each solver's ``step`` in a ``fori_loop`` with ``UnsafeBrownianPath``, best of
+three, two runs)::
+
+                        before (6c7ce3e)   lax.cond (this version)
+    Heun + normalize         1.52 s         0.78 s, 1.29 s
+    Euler + normalize        1.49 s         0.88 s, 1.26 s
+    GeodesicEuler            1.84 s         0.65 s, 0.89 s
+    GeodesicMidpoint         5.46 s         0.83 s, 1.25 s
+    GeodesicHeun             4.71 s         0.82 s, 1.59 s
+
+With the increments given (no drawing), the same loop: Heun + normalize 0.21 s,
+GeodesicEuler 0.07 s, GeodesicMidpoint 0.28 s (1.3x Heun + normalize, the cost of two
+exponential maps and a transport). The float64 cos and sin were calls into the C
+library element by element; :func:`spheresde._geometry.cos_sinc` (series in the squared
+norm) replaced them, with about 10% gain on GeodesicEuler.
+
 ``--accuracy`` (about 2 minutes: ``--accuracy --paths 20000 --cpu-devices 1``) weighs
 that against accuracy: all three have weak order 1, so the cost at equal accuracy is
 (time per step) x |C| for a weak error C dt, with C measured on common random numbers.
@@ -141,6 +179,10 @@ parser.add_argument("--key-impl", default="threefry2x32",
 parser.add_argument("--stratonovich", action="store_true",
                     help="instead: the Stratonovich solvers on Brownian motion on S^2 "
                          "(GeodesicMidpoint, GeodesicHeun against Retracted(diffrax.Heun()))")
+parser.add_argument("--brownian", action="store_true",
+                    help="instead: the default schemes against diffrax.Euler / diffrax.Heun "
+                         "with a normalization after every step, Brownian motion on S^2 "
+                         "(use --paths 20000 --horizon 1 --dt 0.001)")
 parser.add_argument("--accuracy", action="store_true",
                     help="instead: cost at equal accuracy of the Stratonovich solvers (time per "
                          "step x weak error constant) against Retracted(diffrax.Heun())")
@@ -298,6 +340,68 @@ def main_stratonovich():
         print(f"{name:20s} wall {wall:6.2f} s  ratio to Retracted(Heun) {wall / base:5.2f}  "
               f"weak error {cos2.mean() - exact:+.4f} +- {cos2.std() / np.sqrt(cos2.size):.4f}"
               f"  norm err {float(spheresde.norm_error(ends[name])):.1e}")
+
+
+def renormalized_loop(solver, sde, steps):
+    """``solver``'s own step on the stacked ``sde``, then ``y / |y|``, in a ``fori_loop``:
+    what a careful user writes without this package (Diffrax's Euler or Heun keeps the
+    state near the sphere only if it is normalized after every step). The increments
+    come from ``diffrax.UnsafeBrownianPath``, as in ``solve_batch``'s default."""
+    def fn(y0, key):
+        stacked = stack_sde(sde, y0.shape[0])
+        path = diffrax.UnsafeBrownianPath(jax.ShapeDtypeStruct(stacked.noise_shape, y0.dtype),
+                                          key)
+        terms = stacked.terms(path)
+
+        def body(i, y):
+            t0 = i * cli.dt
+            y1 = solver.step(terms, t0, t0 + cli.dt, y, None, None, False)[0]
+            return y1 / jnp.linalg.norm(y1, axis=-1, keepdims=True)
+
+        return jax.lax.fori_loop(0, steps, body, split_paths(y0))
+    return fn
+
+
+def main_brownian():
+    """Brownian motion on S^2 (Ito: GeodesicEuler, the Ito default; Stratonovich:
+    GeodesicMidpoint, the Stratonovich default, and GeodesicHeun) against Diffrax's
+    Euler and Heun with a normalization after every step (:func:`renormalized_loop`),
+    wall times as ratios to diffrax.Euler + normalization, all in the same rounds."""
+    from helpers import brownian_motion_sde
+
+    steps = round(cli.horizon / cli.dt)
+    ito, strat = brownian_motion_sde(3, "ito"), brownian_motion_sde(3, "stratonovich")
+    key_y0, key_w = jr.split(jr.key(20260129, impl=cli.key_impl))
+    y0 = spheresde.sample_uniform(key_y0, (cli.paths,), 3, dtype=DTYPE)
+    print(f"Brownian motion on S^2: paths={cli.paths} steps={steps} "
+          f"dtype={jnp.dtype(DTYPE).name} devices={len(jax.devices())} "
+          f"repeats={cli.repeats} (median)")
+
+    def ours(solver, sde):
+        def fn(y, k):
+            return spheresde.solve_batch(sde, y, 0.0, cli.horizon, cli.dt, key=k,
+                                         solver=solver).ys[:, -1]
+        return fn
+
+    variants = {"diffrax.Euler + normalize": renormalized_loop(diffrax.Euler(), ito, steps),
+                "GeodesicEuler (Ito default)": ours(spheresde.GeodesicEuler(), ito),
+                "diffrax.Heun + normalize": renormalized_loop(diffrax.Heun(), strat, steps),
+                "GeodesicMidpoint (Strat. default)": ours(spheresde.GeodesicMidpoint(), strat),
+                "GeodesicHeun": ours(spheresde.GeodesicHeun(), strat)}
+    programs = {name: compiled(fn, y0, key_w)[1] for name, fn in variants.items()}
+    times = {name: [] for name in programs}
+    ends = {}
+    for _ in range(cli.repeats):
+        for name, program in programs.items():
+            wall, ends[name] = run_once(program, y0, key_w)
+            times[name].append(wall)
+    base = float(np.median(times["diffrax.Euler + normalize"]))
+    heun = float(np.median(times["diffrax.Heun + normalize"]))
+    for name in programs:
+        wall = float(np.median(times[name]))
+        print(f"{name:34s} wall {wall:6.2f} s  ratio to Euler + normalize {wall / base:5.2f}  "
+              f"to Heun + normalize {wall / heun:5.2f}  "
+              f"norm err {float(spheresde.norm_error(ends[name])):.1e}")
 
 
 def main():
@@ -483,7 +587,10 @@ def main_accuracy():
 
 
 if __name__ == "__main__":
-    if cli.accuracy:
+    if cli.brownian:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        main_brownian()
+    elif cli.accuracy:
         main_accuracy()
     elif cli.stratonovich:
         main_stratonovich()

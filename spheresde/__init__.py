@@ -53,6 +53,8 @@ from ._outcomes import OutcomeFractions as OutcomeFractions
 from ._outcomes import classify as classify
 from ._outcomes import cluster_sizes as cluster_sizes
 from ._outcomes import outcome_fractions as outcome_fractions
+from ._samplers import sample_brownian_motion as sample_brownian_motion
+from ._samplers import sample_von_mises_fisher as sample_von_mises_fisher
 from ._sde import SphereSDE as SphereSDE
 from ._solve import OffSphereWarning as OffSphereWarning
 from ._solve import default_solver as default_solver

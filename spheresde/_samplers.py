@@ -45,7 +45,7 @@ def _tangent_directions(key: PRNGKeyArray, y: SpherePoint) -> SpherePoint:
 
 def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...] = ()
                             ) -> SpherePoint:
-    r"""Independent von Mises--Fisher points, density :math:`\propto e^{\kappa\langle x, \mu\rangle}`.
+    r"""Independent von Mises--Fisher points, density :math:`\propto e^{\kappa x^\top\mu}`.
 
     Wood's algorithm (Wood, 1994, *Simulation of the von Mises Fisher distribution*):
     the cosine :math:`w = \langle x, \mu\rangle` by rejection from the law of

@@ -14,7 +14,6 @@ from helpers import (
     coefficient_sde,
     random_coefficients,
     random_tangent_sde,
-    stratonovich_form,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,7 +93,7 @@ def _transformer_fields(d, beta, y, dw):
     basis = jnp.eye(d * d).reshape(d * d, d, d)
     g_basis = jax.vmap(lambda e: sde.diffusion(0.0, y, None, e))(basis)
     return (sde.diffusion(0.0, y, None, dw), jnp.sum(g_basis**2, axis=(0, -1)),
-            sde.drift(0.0, y, None), stratonovich_form(sde).drift(0.0, y, None))
+            sde.drift(0.0, y, None), sde.to_stratonovich().drift(0.0, y, None))
 
 
 @settings(max_examples=6, deadline=None)  # three shapes, each compiled once (beta is traced)

@@ -23,6 +23,9 @@ import spheresde
 from spheresde._samplers import TABLE_MIN_TIME, griffiths_moments, lineage_probabilities
 
 PATHS = 20_000
+# One below TABLE_MIN_TIME (normal approximation), two above (exact table): the same
+# times in every test, so that the jitted sampler compiles once per kind and dimension.
+SAMPLED_TIMES = (0.004, 0.05, 1.0)
 
 
 def _z(samples, exact):
@@ -33,9 +36,9 @@ def _heat_kernel_cdf_s2(c, t, terms=200):
     r"""CDF of the cosine on :math:`S^2`: :math:`\int_{-1}^c P_l = (P_{l+1} - P_{l-1})/(2l+1)`."""
     c = np.asarray(c)
     total = (c + 1) / 2
-    for l in range(1, terms):
-        total = total + 0.5 * math.exp(-l * (l + 1) * t / 2) * (
-            special.eval_legendre(l + 1, c) - special.eval_legendre(l - 1, c))
+    for deg in range(1, terms):
+        total = total + 0.5 * math.exp(-deg * (deg + 1) * t / 2) * (
+            special.eval_legendre(deg + 1, c) - special.eval_legendre(deg - 1, c))
     return total
 
 
@@ -127,7 +130,7 @@ def test_brownian_motion_moments(d):
     # below 0.01; the exact table at and above) and large: E Y and E Y^2 within 4
     # standard errors of the closed forms of the module docstring.
     y0 = jnp.asarray(np.linalg.qr(np.random.default_rng(d).normal(size=(d, d)))[0][0])
-    for t in (0.001, 0.005, TABLE_MIN_TIME, 0.1, 1.0, 4.0):
+    for t in SAMPLED_TIMES:
         y = np.asarray(spheresde.sample_brownian_motion(jr.key(int(1e4 * t)), y0, t, (PATHS,)))
         assert y.shape == (PATHS, d)
         np.testing.assert_allclose(np.linalg.norm(y, axis=-1), 1.0, atol=1e-15)
@@ -145,7 +148,7 @@ def test_brownian_motion_cosine_law_is_the_heat_kernel_on_s2():
     # Kolmogorov-Smirnov against the CDF of the heat-kernel series (200 terms, converged
     # to 1e-15 at these t), 20,000 draws, at a time of each kind.
     y0 = jnp.array([0.0, 0.0, 1.0])
-    for t in (0.004, 0.05, 0.7):
+    for t in SAMPLED_TIMES:
         c = np.asarray(spheresde.sample_brownian_motion(jr.key(5), y0, t, (PATHS,)))[:, 2]
         result = stats.kstest(c, lambda x, t=t: _heat_kernel_cdf_s2(x, t))
         print(f"t={t}: KS statistic {result.statistic:.4f}, p={result.pvalue:.3f}")

@@ -371,9 +371,9 @@ def accuracy_problems():
     the position-dependent speed 1 + <X, e_3>/2 (a noise-induced drift in Ito form);
     the two-token Transformer SDE on S^2 (beta = 2, sigma = 1, full 3 x 3 noise dW A_i,
     non-constant and non-commuting; Stratonovich form by automatic differentiation,
-    tests/helpers.stratonovich_form), f = <x_1, x_2>^2 at T (the weak errors of <x_1, x_2>
+    SphereSDE.to_stratonovich), f = <x_1, x_2>^2 at T (the weak errors of <x_1, x_2>
     itself, |C| < 0.1 for all three, were not resolved with 20,000 paths)."""
-    from helpers import brownian_motion_sde, stratonovich_form
+    from helpers import brownian_motion_sde
 
     bm = brownian_motion_sde(5, "stratonovich")
     bm_y0 = jnp.zeros((cli.paths, 5), DTYPE).at[:, 0].set(1.0)
@@ -385,7 +385,7 @@ def accuracy_problems():
     sp = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), speed_diffusion, (3,),
                              "stratonovich")
     sp_y0 = jnp.broadcast_to(jnp.array([0.6, 0.0, 0.8], DTYPE), (cli.paths, 3))
-    tf = stratonovich_form(transformer_sde(2.0, PureNoise(1.0), d=3))
+    tf = transformer_sde(2.0, PureNoise(1.0), d=3).to_stratonovich()
     tf_y0 = spheresde.sample_uniform(jr.key(8), (cli.paths, 2), 3, dtype=DTYPE)
     return [
         ("Brownian motion on S^4, f = <X_T, X_0>", bm, bm_y0,

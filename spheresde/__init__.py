@@ -20,6 +20,8 @@ from ._datasets import load_cifar10 as load_cifar10
 from ._datasets import load_dataset as load_dataset
 from ._datasets import load_digits as load_digits
 from ._datasets import patchify as patchify
+from ._extrapolation import WeakExtrapolation as WeakExtrapolation
+from ._extrapolation import extrapolated_expectation as extrapolated_expectation
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
 from ._geometry import (

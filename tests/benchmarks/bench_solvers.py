@@ -99,6 +99,11 @@ cost relative to Retracted(Heun) (at the coarser pair in brackets)::
       C: -0.13 +- 0.02, -0.37 +- 0.02, -0.08 +- 0.02;  time per step 0.99x, 1.02x
       cost: Midpoint 1.7 +- 0.6 (1.6 +- 0.2), Heun 4.7 (2.8)
 
+``--accuracy`` ends with (and ``--extrapolation`` runs alone) the weak order 2 of
+``spheresde.extrapolated_expectation`` (Talay--Tubaro) against the weak order 1 schemes
+it extrapolates, on Brownian motion on S^5: the cost of reaching an error eps, relative
+to the cheapest plain scheme (``main_extrapolation``; docs/theory/schemes.rst).
+
 So GeodesicMidpoint stays the default Stratonovich solver: on noise of the form
 scalar x P_X o dW it reaches a given accuracy at 0.5-0.7x the cost of Retracted(Heun);
 on the Transformer's matrix noise Retracted(Heun) is the cheaper (docs: theory/schemes).

@@ -61,8 +61,13 @@ def _drift_at(sde, points):
     return np.asarray(jax.jit(jax.vmap(lambda y: sde.drift(0.0, y, None)))(points))
 
 
-@pytest.mark.parametrize("noise_shape", [(2,), (2, 2)])
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize(("seed", "noise_shape"), [
+    (0, (2,)),
+    # the others compile larger lambdified fields (several seconds each)
+    pytest.param(1, (2,), marks=pytest.mark.slow),
+    pytest.param(0, (2, 2), marks=pytest.mark.slow),
+    pytest.param(1, (2, 2), marks=pytest.mark.slow),
+])
 def test_conversions_equal_the_sympy_conversion(seed, noise_shape):
     # The symbolic side is the reference: proofs_check.ito's drift correction
     # -/+ 1/2 sum_k (D sigma_k) sigma_k of the same expressions, evaluated at 5 points

@@ -22,6 +22,8 @@ from ._datasets import load_digits as load_digits
 from ._datasets import load_fashion_mnist as load_fashion_mnist
 from ._datasets import patchify as patchify
 from ._datasets import read_idx as read_idx
+from ._extrapolation import WeakExtrapolation as WeakExtrapolation
+from ._extrapolation import extrapolated_expectation as extrapolated_expectation
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
 from ._geometry import (
@@ -55,6 +57,8 @@ from ._outcomes import OutcomeFractions as OutcomeFractions
 from ._outcomes import classify as classify
 from ._outcomes import cluster_sizes as cluster_sizes
 from ._outcomes import outcome_fractions as outcome_fractions
+from ._samplers import sample_brownian_motion as sample_brownian_motion
+from ._samplers import sample_von_mises_fisher as sample_von_mises_fisher
 from ._sde import SphereSDE as SphereSDE
 from ._solve import OffSphereWarning as OffSphereWarning
 from ._solve import default_solver as default_solver

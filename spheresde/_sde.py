@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools as ft
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -12,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 
+from ._geometry import project_tangent
 from ._typing import Array
 
 Convention = Literal["ito", "stratonovich"]
@@ -60,6 +62,39 @@ class SphereSDE(eqx.Module):
         if not (isinstance(shape, tuple) and all(isinstance(s, int) and s > 0 for s in shape)):
             raise ValueError(f"noise_shape must be a tuple of positive ints, got {shape!r}")
 
+    def to_stratonovich(self) -> SphereSDE:
+        r"""The same SDE in Stratonovich form (``self`` if it is one already).
+
+        Drift :math:`P_y\big(f - \tfrac12\sum_k (D g_k)\, g_k\big)`, diffusion
+        unchanged, with :math:`g_k = g(t, y)[E_k]` for the unit increments :math:`E_k` of
+        ``noise_shape``. Each :math:`(D g_k)\, g_k` is one ``jax.jvp`` of
+        :math:`z \mapsto g(t, z)[E_k]` at ``y`` along :math:`g_k` (all ``k`` at once under
+        ``jax.vmap``), so the derivative of the diffusion is never formed. The
+        projection :math:`P_y` (row by row) makes the drift tangent, as the Stratonovich
+        solvers require: :math:`f - c` is tangent when the Ito drift carries its normal
+        part :math:`-\tfrac12 \sum_k |g_k|^2 y` (the normal part of :math:`c`, see
+        :meth:`to_ito`), and the projection drops what is left where the drift was
+        written without it (accepted too, see the class docstring).
+        """
+        if self.convention == "stratonovich":
+            return self
+        drift = _ConvertedDrift(self.drift, self.diffusion, self.noise_shape, -1.0)
+        return SphereSDE(drift, self.diffusion, self.noise_shape, "stratonovich")
+
+    def to_ito(self) -> SphereSDE:
+        r"""The same SDE in Ito form (``self`` if it is one already).
+
+        Drift :math:`f + \tfrac12\sum_k (D g_k)\, g_k`, computed as in
+        :meth:`to_stratonovich`. For a tangent diffusion the correction's normal part is
+        :math:`-\tfrac12 \sum_k |g_k|^2 y` (differentiate :math:`\langle y, g_k(y)\rangle
+        = 0` along :math:`g_k`), the normal drift that Ito's lemma on :math:`|y|^2 = 1`
+        demands, so the Ito drift comes out whole.
+        """
+        if self.convention == "ito":
+            return self
+        drift = _ConvertedDrift(self.drift, self.diffusion, self.noise_shape, 1.0)
+        return SphereSDE(drift, self.diffusion, self.noise_shape, "ito")
+
     def terms(self, brownian: diffrax.AbstractPath) -> diffrax.MultiTerm:
         """Diffrax terms ``(drift dt, diffusion dW)`` driven by the path ``brownian``."""
         diffusion = _DiffusionTerm(self.diffusion, brownian, self.noise_shape)
@@ -93,3 +128,27 @@ class _DiffusionTerm(diffrax.AbstractTerm):
 
     def is_vf_expensive(self, t0, t1, y, args) -> bool:
         return True
+
+
+class _ConvertedDrift(eqx.Module):
+    r"""``drift + sign/2 sum_k (D g_k) g_k``, projected on the tangent space for ``sign < 0``
+    (the Stratonovich drift); see :meth:`SphereSDE.to_stratonovich`."""
+
+    drift: Callable[..., Array]
+    diffusion: Callable[..., Array]
+    noise_shape: tuple[int, ...] = eqx.field(static=True)
+    sign: float = eqx.field(static=True)
+
+    def __call__(self, t, y, args):
+        size = math.prod(self.noise_shape)
+        basis = jnp.eye(size, dtype=y.dtype).reshape(size, *self.noise_shape)
+
+        def along(e):
+            def g_e(z):
+                return self.diffusion(t, z, args, e)
+
+            return jax.jvp(g_e, (y,), (g_e(y),))[1]
+
+        correction = 0.5 * jnp.sum(jax.vmap(along)(basis), axis=0)
+        drift = self.drift(t, y, args) + self.sign * correction
+        return project_tangent(y, drift) if self.sign < 0 else drift

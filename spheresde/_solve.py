@@ -195,6 +195,7 @@ def solve(
     ``jax.vmap`` over keys and starts (checks on values are then skipped).
     """
     reverse = _under_grad((sde, y0, args))
+    sde, converted = _convert_for_controller(sde, solver, stepsize_controller)
     solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
                                       stepsize_controller, reverse, saveat,
                                       diffeqsolve_kwargs, batch=False)
@@ -202,7 +203,8 @@ def solve(
     sol = _solve(sde, solver, y0, ts, key,
                  _path_spec(brownian, brownian_tol, dt, stepsize_controller), saveat, args,
                  kwargs)
-    return _raise_unsuccessful(sol, throw, ts, stepsize_controller)
+    return _record_conversion(_raise_unsuccessful(sol, throw, ts, stepsize_controller),
+                              converted)
 
 
 def solve_batch(
@@ -296,6 +298,7 @@ def solve_batch(
                          "form, whose one interpolant evaluates every path; pass stacked=True "
                          "and a saveat without fn or saved solver/controller states")
     reverse = _under_grad((sde, y0, args))
+    sde, converted = _convert_for_controller(sde, solver, stepsize_controller)
     solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
                                       stepsize_controller, reverse, saveat,
                                       diffeqsolve_kwargs, batch=True)
@@ -305,19 +308,37 @@ def solve_batch(
         sharding = _paths_sharding(y0.shape[0], shard)
         sol = _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs,
                              sharding)
-        return _raise_unsuccessful(sol, throw, ts, stepsize_controller)
+        return _record_conversion(_raise_unsuccessful(sol, throw, ts, stepsize_controller),
+                                  converted)
     if shard:
         raise ValueError("solve_batch: shard=True needs the stacked form (stacked=True)")
     keys = jr.split(key, y0.shape[0])
     sol = _raise_unsuccessful(
         _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, kwargs), throw, ts,
         stepsize_controller)
-    if event or (saveat is not None and getattr(saveat.subs, "steps", False)
-                 and _adaptive(stepsize_controller)):
+    if not (event or (saveat is not None and getattr(saveat.subs, "steps", False)
+                      and _adaptive(stepsize_controller))):
+        # The save times are the same for every path: one copy of them, as stacked.
+        sol = eqx.tree_at(lambda s: s.ts, sol, jax.tree.map(lambda t: t[0], sol.ts),
+                          is_leaf=lambda x: x is None)
+    return _record_conversion(sol, converted)
+
+
+def _convert_for_controller(sde, solver, controller) -> tuple[SphereSDE, bool]:
+    """An Ito ``sde`` under adaptive steps, with no solver or a Stratonovich one, in
+    Stratonovich form (the schemes with an error estimate are Stratonovich), and whether
+    it was converted."""
+    if (isinstance(sde, SphereSDE) and sde.convention == "ito" and _adaptive(controller)
+            and (solver is None or solver_convention(solver) == "stratonovich")):
+        return sde.to_stratonovich(), True
+    return sde, False
+
+
+def _record_conversion(sol: diffrax.Solution, converted: bool) -> diffrax.Solution:
+    """``sol`` with ``stats["converted"] = "ito->stratonovich"`` where the SDE was."""
+    if not converted:
         return sol
-    # The save times are the same for every path: one copy of them, as in the stacked form.
-    return eqx.tree_at(lambda s: s.ts, sol, jax.tree.map(lambda t: t[0], sol.ts),
-                       is_leaf=lambda x: x is None)
+    return eqx.tree_at(lambda s: s.stats, sol, {**sol.stats, "converted": "ito->stratonovich"})
 
 
 def _stackable(saveat) -> bool:
@@ -620,9 +641,9 @@ def _check_controller(controller, solver, brownian, reverse):
         return "unsafe" if brownian is None else brownian
     if not has_error_estimate(solver):
         raise ValueError(f"adaptive steps need a solver with an error estimate; "
-                         f"{solver_name(solver)} has none (Ito SDEs have fixed steps only): "
-                         f"write the SDE in Stratonovich form and use GeodesicMidpoint or "
-                         f"GeodesicHeun")
+                         f"{solver_name(solver)} has none: pass solver=None (an Ito SDE is "
+                         f"then converted, sde.to_stratonovich(), and solved by "
+                         f"GeodesicMidpoint) or a Stratonovich solver such as GeodesicHeun")
     if brownian in ("unsafe", "weak"):
         raise ValueError(f"adaptive steps need a Brownian path that can be queried at any "
                          f"time (a rejected step is retried on it): pass brownian='virtual' "
@@ -702,20 +723,31 @@ def _check_y0(sde, y0, ts, args, *, batch):
                 OffSphereWarning, stacklevel=3,
             )
     y0 = retract(y0)
-    if sde.convention == "stratonovich" and not any(
-            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
+    if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
         _check_tangent(sde, y0[0] if batch else y0, ts[0], args)
     return y0
 
 
+_MUST_BE_TANGENT = {
+    "drift": "a Stratonovich drift must be tangent",
+    "diffusion": "a diffusion must be tangent in either sense (of an Ito one, each scheme "
+                 "drops the normal part its own way: they would converge to different "
+                 "processes)",
+}
+
+
 def _check_tangent(sde, y, t, args):
-    """Refuse a Stratonovich drift or diffusion with a normal part, probed at ``y`` (the
-    diffusion with a fixed increment): the Stratonovich solvers take both as tangent and
-    would move the state off the sphere, or, with ``Retracted``, turn the normal part
-    into a wrong Ito drift, so the SDE solved would not be the one written."""
+    """Refuse a diffusion (either sense) or a Stratonovich drift with a normal part,
+    probed at ``y`` (the diffusion with a fixed increment). The Stratonovich solvers take
+    both as tangent and would move the state off the sphere, or, with ``Retracted``,
+    turn the normal part into a wrong Ito drift; the Ito schemes drop a normal part of
+    the diffusion each in its own way (GeodesicEuler projects it away, Retracted(Euler)
+    keeps its square in the normal drift), so they converge to different processes and
+    neither is the SDE written. (An Ito drift may have a normal part: it is fixed by the
+    diffusion, and the Ito schemes use only the tangent part.)"""
     dw = jr.normal(jr.key(0), sde.noise_shape, y.dtype)
-    fields = (("drift", "f(y)", sde.drift(t, y, args)),
-              ("diffusion", "g(y) dw", sde.diffusion(t, y, args, dw)))
+    fields = [("drift", "f(y)", sde.drift(t, y, args))] if sde.convention == "stratonovich" else []
+    fields.append(("diffusion", "g(y) dw", sde.diffusion(t, y, args, dw)))
     y = np.asarray(y)
     for name, formula, value in fields:
         value = np.asarray(value)
@@ -724,6 +756,6 @@ def _check_tangent(sde, y, t, args):
         if worst > 1000 * np.finfo(y.dtype).eps * max(scale, 1.0):
             raise ValueError(
                 f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = {worst:.3g} at "
-                f"y0 (for |{formula}| up to {scale:.3g}); a Stratonovich {name} must be "
-                f"tangent, e.g. return spheresde.project_tangent(y, ...)"
+                f"y0 (for |{formula}| up to {scale:.3g}); {_MUST_BE_TANGENT[name]}, e.g. "
+                f"return spheresde.project_tangent(y, ...)"
             )

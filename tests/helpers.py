@@ -97,28 +97,6 @@ def random_coefficients(seed: int, d: int, m: int, noise_scale: float = 1.0) -> 
     return tuple(jnp.asarray(a) for a in (M, b, C, c))
 
 
-def stratonovich_form(sde: spheresde.SphereSDE) -> spheresde.SphereSDE:
-    r"""The same SDE in Stratonovich form, drift :math:`f - \tfrac12\sum_k (D g_k)\, g_k`.
-
-    :math:`g_k = g(\cdot)[E_k]` for the unit increments :math:`E_k` of ``noise_shape``;
-    the derivatives come from ``jax.jvp``, so this is independent of any hand
-    derivation (used to test the Stratonovich solvers on the Transformer SDE).
-    """
-    assert sde.convention == "ito"
-    size = int(np.prod(sde.noise_shape))
-
-    def drift(t, y, args):
-        def correction(e):
-            def g_e(z):
-                return sde.diffusion(t, z, args, e)
-            return jax.jvp(g_e, (y,), (g_e(y),))[1]
-
-        basis = jnp.eye(size, dtype=y.dtype).reshape(size, *sde.noise_shape)
-        return sde.drift(t, y, args) - 0.5 * jnp.sum(jax.vmap(correction)(basis), axis=0)
-
-    return spheresde.SphereSDE(drift, sde.diffusion, sde.noise_shape, "stratonovich")
-
-
 def sampled_brownian(key, paths: int, t1: float, steps: int, noise_shape) -> tuple:
     """``paths`` Brownian paths sampled on ``steps + 1`` equispaced times of ``[0, t1]``.
 

@@ -19,7 +19,6 @@ from helpers import (
     loglog_slope,
     sampled_brownian,
     solve_on_paths,
-    stratonovich_form,
 )
 
 import spheresde
@@ -76,7 +75,7 @@ STRONG_T1, STRONG_PATHS, STRONG_FINE = 0.5, 48, 1024
 @functools.cache
 def _transformer(convention):
     ito = transformer_sde(2.0, PureNoise(1.0), d=3)
-    return ito if convention == "ito" else stratonovich_form(ito)
+    return ito if convention == "ito" else ito.to_stratonovich()
 
 
 @functools.cache
@@ -116,7 +115,7 @@ def test_strong_order_transformer(solver):
     # Two tokens on S^2, beta = 2, sigma = 1: noise dW A_i with a shared 3 x 3 Brownian
     # matrix, non-commuting, so every scheme has strong order 0.5. Ito schemes solve the
     # Ito form against a fine GeodesicEuler; Stratonovich schemes solve the Stratonovich
-    # form (drift corrected by automatic differentiation, helpers.stratonovich_form)
+    # form (drift corrected by automatic differentiation, SphereSDE.to_stratonovich)
     # against a fine GeodesicMidpoint (references computed once per sense).
     # Horizon 0.5, dt = 2^-4 ... 2^-7, 48 paths: the RMS
     # error's relative standard error is about 1/sqrt(2 * 48) ~ 10% per dt, strongly

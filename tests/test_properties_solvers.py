@@ -14,7 +14,6 @@ from helpers import (
     coefficient_sde,
     random_coefficients,
     random_tangent_sde,
-    stratonovich_form,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,7 +93,8 @@ def _transformer_fields(d, beta, y, dw):
     basis = jnp.eye(d * d).reshape(d * d, d, d)
     g_basis = jax.vmap(lambda e: sde.diffusion(0.0, y, None, e))(basis)
     return (sde.diffusion(0.0, y, None, dw), jnp.sum(g_basis**2, axis=(0, -1)),
-            sde.drift(0.0, y, None), stratonovich_form(sde).drift(0.0, y, None))
+            sde.drift(0.0, y, None), sde.to_stratonovich().drift(0.0, y, None),
+            sde.to_stratonovich().to_ito().drift(0.0, y, None))
 
 
 @settings(max_examples=6, deadline=None)  # three shapes, each compiled once (beta is traced)
@@ -103,11 +103,15 @@ def _transformer_fields(d, beta, y, dw):
 def test_transformer_fields_tangent(shape, seed, beta):
     # Diffusion: tangent for every increment. Ito drift: its normal part is
     # -1/2 sum_k |g(E_k)|^2 y (Ito's lemma on |y|^2 = 1), checked with the d^2 unit
-    # increments E_k. Stratonovich drift (AD correction): tangent.
+    # increments E_k. Stratonovich drift (AD correction, projected): tangent; converted
+    # back, the Ito drift again, normal part included (the correction's normal part is
+    # the Ito normal drift, so nothing was lost to the projection).
     n, d = shape
     ky, kw = jr.split(jr.key(seed))
     y = spheresde.sample_uniform(ky, (n,), d)
-    g, trace, ito_drift, strat_drift = _transformer_fields(d, beta, y, jr.normal(kw, (d, d)))
+    g, trace, ito_drift, strat_drift, back = _transformer_fields(d, beta, y,
+                                                                 jr.normal(kw, (d, d)))
     assert float(jnp.max(jnp.abs(jnp.sum(g * y, axis=-1)))) < 1e-13
     np.testing.assert_allclose(jnp.sum(ito_drift * y, axis=-1), -0.5 * trace, atol=1e-12)
     assert float(jnp.max(jnp.abs(jnp.sum(strat_drift * y, axis=-1)))) < 1e-12
+    np.testing.assert_allclose(back, ito_drift, atol=1e-12)

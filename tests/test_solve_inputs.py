@@ -156,6 +156,17 @@ def test_non_tangent_stratonovich_diffusion_refused():
         spheresde.solve_batch(sde, jnp.broadcast_to(Y0, (4, 3)), 0.0, 0.1, 0.01, key=jr.key(0))
 
 
+def test_non_tangent_ito_diffusion_refused():
+    # The case: with g(y) dw = dw GeodesicEuler (which projects the increment)
+    # and Retracted(Euler) (which keeps |<y, dw>|^2 in the normal drift) converged to
+    # different processes (E<X_1, e_1> = -0.004 +- 0.004 against -0.435 +- 0.003).
+    sde = spheresde.SphereSDE(ITO.drift, lambda t, y, a, dw: dw, (3,), "ito")
+    for solver in (spheresde.GeodesicEuler(), spheresde.Retracted(diffrax.Euler())):
+        with pytest.raises(ValueError, match=r"sde\.diffusion is not tangent to the sphere.*"
+                                             r"a diffusion must be tangent in either sense"):
+            _solve(sde=sde, solver=solver)
+
+
 def test_tangent_diffusion_in_float32_passes_the_probe():
     # Rounding of a tangent diffusion (float32) must not trip the check: no error here.
     y0 = spheresde.sample_uniform(jr.key(3), (5,), 3, dtype=jnp.float32)
@@ -165,7 +176,7 @@ def test_tangent_diffusion_in_float32_passes_the_probe():
 @pytest.mark.parametrize(
     ("sde", "solver", "brownian", "words"),
     [
-        (ITO, None, None, "GeodesicEuler has none"),
+        (ITO, spheresde.GeodesicEuler(), None, "GeodesicEuler has none: pass solver=None"),
         (ITO, spheresde.Retracted(diffrax.Euler()), None, r"Retracted\(Euler\) has none"),
         (STRAT, None, "unsafe", "pass brownian='virtual'"),
         (STRAT, None, "weak", "pass brownian='virtual'"),

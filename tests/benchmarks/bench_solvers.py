@@ -137,6 +137,11 @@ cost relative to Retracted(Heun) (at the coarser pair in brackets)::
       C: -0.13 +- 0.02, -0.37 +- 0.02, -0.08 +- 0.02;  time per step 0.99x, 1.02x
       cost: Midpoint 1.7 +- 0.6 (1.6 +- 0.2), Heun 4.7 (2.8)
 
+``--accuracy`` ends with (and ``--extrapolation`` runs alone) the weak order 2 of
+``spheresde.extrapolated_expectation`` (Talay--Tubaro) against the weak order 1 schemes
+it extrapolates, on Brownian motion on S^5: the cost of reaching an error eps, relative
+to the cheapest plain scheme (``main_extrapolation``; docs/theory/schemes.rst).
+
 So GeodesicMidpoint stays the default Stratonovich solver: on noise of the form
 scalar x P_X o dW it reaches a given accuracy at 0.5-0.7x the cost of Retracted(Heun);
 on the Transformer's matrix noise Retracted(Heun) is the cheaper (docs: theory/schemes).
@@ -186,6 +191,9 @@ parser.add_argument("--brownian", action="store_true",
 parser.add_argument("--accuracy", action="store_true",
                     help="instead: cost at equal accuracy of the Stratonovich solvers (time per "
                          "step x weak error constant) against Retracted(diffrax.Heun())")
+parser.add_argument("--extrapolation", action="store_true",
+                    help="instead: only the Talay-Tubaro section of --accuracy (weak order 2 "
+                         "by extrapolation against the weak order 1 schemes)")
 parser.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
                     help="CPU cores JAX runs as separate devices (default: all); solve_batch "
                          "and (b) split the paths over them, NumPy uses one core")
@@ -475,9 +483,9 @@ def accuracy_problems():
     the position-dependent speed 1 + <X, e_3>/2 (a noise-induced drift in Ito form);
     the two-token Transformer SDE on S^2 (beta = 2, sigma = 1, full 3 x 3 noise dW A_i,
     non-constant and non-commuting; Stratonovich form by automatic differentiation,
-    tests/helpers.stratonovich_form), f = <x_1, x_2>^2 at T (the weak errors of <x_1, x_2>
+    SphereSDE.to_stratonovich), f = <x_1, x_2>^2 at T (the weak errors of <x_1, x_2>
     itself, |C| < 0.1 for all three, were not resolved with 20,000 paths)."""
-    from helpers import brownian_motion_sde, stratonovich_form
+    from helpers import brownian_motion_sde
 
     bm = brownian_motion_sde(5, "stratonovich")
     bm_y0 = jnp.zeros((cli.paths, 5), DTYPE).at[:, 0].set(1.0)
@@ -489,7 +497,7 @@ def accuracy_problems():
     sp = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), speed_diffusion, (3,),
                              "stratonovich")
     sp_y0 = jnp.broadcast_to(jnp.array([0.6, 0.0, 0.8], DTYPE), (cli.paths, 3))
-    tf = stratonovich_form(transformer_sde(2.0, PureNoise(1.0), d=3))
+    tf = transformer_sde(2.0, PureNoise(1.0), d=3).to_stratonovich()
     tf_y0 = spheresde.sample_uniform(jr.key(8), (cli.paths, 2), 3, dtype=DTYPE)
     return [
         ("Brownian motion on S^4, f = <X_T, X_0>", bm, bm_y0,
@@ -586,12 +594,69 @@ def main_accuracy():
                   f"at T/{2 * n}: {costs[1]}")
 
 
+def main_extrapolation():
+    """Weak order 2 by Talay--Tubaro extrapolation (spheresde.extrapolated_expectation)
+    against the weak order 1 schemes it extrapolates, at equal accuracy. Brownian motion
+    on S^5 from e_1, f = <X_T, e_1>, T = 0.5, exact e^{-5T/2}; --paths paths with
+    two-point increments (brownian="weak"), dt = T/8 and T/16. Plain error C dt (the
+    finer solve alone) and extrapolated error C2 dt^2, each +- its standard error. To
+    reach an error eps the plain scheme takes |C| T/eps steps, the extrapolation
+    1.5 T/sqrt(eps/|C2|) (its two solves); cost = steps x time per step (solve_batch,
+    64 steps, median of --repeats), printed relative to the cheapest plain scheme."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from helpers import brownian_motion_sde
+
+    d, t1, paths = 6, 0.5, cli.paths
+    exact = float(np.exp(-(d - 1) * t1 / 2))
+    y0 = jnp.zeros((paths, d), DTYPE).at[:, 0].set(1.0)
+    solvers = {"GeodesicEuler": spheresde.GeodesicEuler(),
+               "GeodesicMidpoint": spheresde.GeodesicMidpoint(),
+               "Retracted(Heun())": spheresde.Retracted(diffrax.Heun())}
+    print(f"\nTalay-Tubaro on Brownian motion on S^5, f = <X_T, e_1>, T = {t1}, exact "
+          f"{exact:.5f}, {paths} paths, two-point increments")
+    rows = {}
+    for name, solver in solvers.items():
+        sde = brownian_motion_sde(d, spheresde.solver_convention(solver))
+        consts = []
+        for n in (8, 16):
+            r = spheresde.extrapolated_expectation(sde, lambda y: y[0], y0, 0.0, t1, t1 / n,
+                                                   key=jr.key(n), solver=solver)
+            se = float(r.standard_error)
+            plain, extra = float(r.fine) - exact, float(r.value) - exact
+            consts.append((plain / (t1 / n), extra / (t1 / n) ** 2, se))
+            print(f"  {name:18s} dt=T/{n:<3d} plain error {plain:+.5f}, extrapolated "
+                  f"{extra:+.5f} (+- {se:.5f}; plain +- {se / np.sqrt(5):.5f} or less)")
+
+        def fn(y, k, solver=solver, sde=sde):
+            return spheresde.solve_batch(sde, y, 0.0, 64 * t1 / 16, t1 / 16, key=k,
+                                         solver=solver, brownian="weak").ys[:, -1]
+        program = compiled(fn, y0, jr.key(0))[1]
+        per_step = float(np.median([run_once(program, y0, jr.key(0))[0]
+                                    for _ in range(cli.repeats)])) / 64
+        # C from the finer pair's plain error, C2 from the coarser extrapolation (the
+        # finer one is within a few standard errors of 0 at 10^6 paths).
+        rows[name] = (abs(consts[1][0]), abs(consts[0][1]), per_step)
+    for eps in (1e-2, 1e-3, 1e-4):
+        costs = {}
+        for name, (c, c2, per_step) in rows.items():
+            costs[name] = (abs(c) * t1 / eps * per_step, 1.5 * t1 / np.sqrt(eps / c2) * per_step)
+        best = min(plain for plain, _ in costs.values())
+        line = "  ".join(f"{name} {plain / best:.2f} / TT {extra / best:.2f}"
+                         for name, (plain, extra) in costs.items())
+        print(f"  eps = {eps:g}: cost relative to the cheapest plain scheme: {line}")
+    for name, (c, c2, per_step) in rows.items():
+        print(f"  {name:18s} |C| = {c:.3f}, |C2| = {c2:.3f}, time/step {per_step * 1e3:.3f} ms")
+
+
 if __name__ == "__main__":
     if cli.brownian:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         main_brownian()
     elif cli.accuracy:
         main_accuracy()
+        main_extrapolation()
+    elif cli.extrapolation:
+        main_extrapolation()
     elif cli.stratonovich:
         main_stratonovich()
     else:

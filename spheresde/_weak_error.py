@@ -16,11 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
-from .._geometry import retract
-from .._limit import transformer_sde
-from .._network import layer
-from .._typing import PRNGKeyArray
-from .._weights import PureNoise
+from ._geometry import retract
+from ._limit import transformer_sde
+from ._network import layer
+from ._typing import PRNGKeyArray
+from ._weights import PureNoise
 
 
 class WeakErrors(NamedTuple):

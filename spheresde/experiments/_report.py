@@ -12,7 +12,7 @@ import numpy as np
 from .._outcomes import binomial_stderr
 from ._hybrid import HybridRow
 from ._phase import PhaseRow
-from ._reproduce import ReproduceSpec
+from ._scales import ReproduceSpec
 from ._sweep import SweepResult, atomic_write_text
 from ._tokens import TokensRow
 

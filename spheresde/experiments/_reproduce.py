@@ -1,4 +1,5 @@
-"""``spheresde reproduce``: every experiment at one scale, the proofs_check report, REPORT.md."""
+"""``spheresde reproduce``: every experiment at one scale, the proofs_check report, REPORT.md;
+and :func:`run`, which runs any spec (the top of the experiment layer, below the CLI)."""
 
 from __future__ import annotations
 
@@ -7,38 +8,15 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Literal
 
-from ._scales import SCALES
-from ._spec import SEED, ExperimentSpec, param
+from ._field import FieldSpec, run_field
+from ._report import write_report
+from ._scales import SCALES, ReproduceSpec
+from ._spec import ExperimentSpec
 from ._sweep import RunOptions, atomic_write_text, run_options
-
-
-def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
-    if spec.data_dir and spec.scale != "paper":
-        return ("--data-dir is used by --scale paper only (quick and smoke train Figure 2 on "
-                "the digits)")
-    return None
-
-
-@dataclass(frozen=True)
-class ReproduceSpec(ExperimentSpec):
-    """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
-
-    command: ClassVar[str] = "reproduce"
-    summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
-    rules: ClassVar = (_data_dir_is_for_paper,)
-
-    scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
-        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
-        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
-    data_dir: str = param(
-        "", "paper scale: folder with CIFAR-10's python-version batches for Figure 2 (without "
-        "it Figure 2 trains on the digits)", metavar="DIR")
-    seed: int = param(0, **SEED)
+from .registry import RUNNERS
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
@@ -70,10 +48,6 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
               overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
     """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
     ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
-    from ._field import FieldSpec, run_field
-    from ._report import write_report
-    from .registry import RUNNERS
-
     options = run_options(options, quiet=quiet, overwrite=overwrite)
     quiet, overwrite = options.quiet, options.overwrite
     out = Path(out)
@@ -99,3 +73,21 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = Fals
     lines += [f"  {p}" for p in sorted(out.glob("*.png"))]
     lines.append(f"wall time {wall:.0f} s")
     return lines
+
+
+def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
+        overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
+    """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
+    (with ``options.dry_run``: the plan, and nothing written)."""
+    options = run_options(options, quiet=quiet, overwrite=overwrite)
+    if isinstance(spec, ReproduceSpec):
+        return reproduce(spec, out, options=options)
+    if isinstance(spec, FieldSpec):
+        if options.dry_run:
+            return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
+        info = run_field(spec, out)
+        return [f"wrote {info['png']} and {info['csv']}"]
+    result = RUNNERS[spec.command](spec, out, options=options)
+    if options.dry_run:
+        return result
+    return [f"wrote {result.csv}, {result.json} and {result.png}"]

@@ -8,17 +8,20 @@ rho = <X_1, X_2> (the same law in the limit L -> infinity), fewer trajectories, 
 step and a shorter horizon, and reports the undecided fraction this leaves. ``smoke``
 runs the whole pipeline at toy sizes in seconds (tests, a first look); its numbers mean
 little. Figure 2 (``train``) trains on scikit-learn's digits at every scale, unless
-``reproduce --scale paper --data-dir DIR`` points at CIFAR-10.
+``reproduce --scale paper --data-dir DIR`` points at CIFAR-10. :class:`ReproduceSpec`, the
+spec of ``spheresde reproduce``, names one of these scales; it lives here, below the
+registry, the report and ``reproduce`` itself, which all need it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal
 
 from ._dominance import DominanceSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
-from ._spec import ExperimentSpec
+from ._spec import SEED, ExperimentSpec, param
 from ._tokens import TokensSpec
 from ._train import TrainSpec
 
@@ -82,3 +85,28 @@ SMOKE = _with_constant_weights({
 })
 
 SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}
+
+
+def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
+    if spec.data_dir and spec.scale != "paper":
+        return ("--data-dir is used by --scale paper only (quick and smoke train Figure 2 on "
+                "the digits)")
+    return None
+
+
+@dataclass(frozen=True)
+class ReproduceSpec(ExperimentSpec):
+    """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
+
+    command: ClassVar[str] = "reproduce"
+    summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
+    rules: ClassVar = (_data_dir_is_for_paper,)
+
+    scale: Literal["quick", "paper", "smoke"] = param(
+        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
+        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
+        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
+    data_dir: str = param(
+        "", "paper scale: folder with CIFAR-10's python-version batches for Figure 2 (without "
+        "it Figure 2 trains on the digits)", metavar="DIR")
+    seed: int = param(0, **SEED)

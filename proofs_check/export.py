@@ -106,9 +106,9 @@ def rho_expressions() -> dict:
     """
     import sympy as sp
 
-    from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent, scale_g
+    from .stability import critical_beta, hybrid_threshold, in_beta, lyapunov_exponent
     from .symbols import beta, d, eps, mu, rho, z
-    from .two_token import derive_rho_sde, derive_z_sde, z_scale_rate
+    from .two_token import derive_rho_sde, derive_z_sde, scale_g, z_scale_rate
 
     sde = derive_rho_sde()
     z_drift, z_diffusion = derive_z_sde()

@@ -525,9 +525,9 @@ def check_feller() -> Check:
         Residuals: :math:`\\lambda_\\mp` against :math:`v^2 (g \\mp 2)`, the scale exponent
         against :math:`g(-1)/2`, and the pure-noise :math:`g(-1)`.
     """
-    from .stability import in_beta, lyapunov_exponent, scale_exponent_at, scale_g
+    from .stability import in_beta, lyapunov_exponent, scale_exponent_at
     from .symbols import beta, d, mu, q, r, rho
-    from .two_token import derive_rho_sde
+    from .two_token import derive_rho_sde, scale_g
 
     sde = derive_rho_sde()
     g = scale_g()

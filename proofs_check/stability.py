@@ -8,7 +8,8 @@ almost-sure Lyapunov exponent is
 .. math::  \lambda = m'(\rho_*) - \tfrac12 s'(\rho_*)^2 .
 
 :math:`\lambda < 0` means the equilibrium attracts with positive probability. The scale
-function gives the same answer exactly (Feller): with :math:`2m/s^2 = g/(1-\rho^2)`,
+function gives the same answer exactly (Feller): with :math:`2m/s^2 = g/(1-\rho^2)`
+(:func:`proofs_check.two_token.scale_g`),
 :math:`S'(\rho) \sim (1+\rho)^{-g(-1)/2}` at :math:`-1`, integrable iff :math:`g(-1) < 2`,
 and :math:`\lambda_- = v(-1)^2\,(g(-1) - 2)`.
 """
@@ -167,19 +168,6 @@ def critical_beta() -> sp.Expr:
     if residual != 0:
         raise AssertionError(f"derived beta_c differs from {_STATED_BETA_C}: residual {residual}")
     return _STATED_BETA_C
-
-
-@functools.cache
-def scale_g() -> sp.Expr:
-    r""":math:`g = 2\tilde m / v^2` with :math:`2m/s^2 = g/(1-\rho^2)` (rational in ``r``).
-
-    Examples
-    --------
-    >>> sp.simplify(scale_g().subs({r: 1, rho: 1, mu: 0}))  # g(1), pure noise
-    d - 3
-    """
-    sde = derive_rho_sde()
-    return sp.factor(sp.cancel(2 * sde.reduced_drift / sde.reduced_variance))
 
 
 def scale_exponent_at(rho_star: int) -> sp.Expr:

@@ -181,6 +181,19 @@ def stated_rho_sde() -> tuple[sp.Expr, sp.Expr]:
     return drift, variance
 
 
+@functools.cache
+def scale_g() -> sp.Expr:
+    r""":math:`g = 2\tilde m / v^2` with :math:`2m/s^2 = g/(1-\rho^2)` (rational in ``r``).
+
+    Examples
+    --------
+    >>> sp.simplify(scale_g().subs({r: 1, rho: 1, mu: 0}))  # g(1), pure noise
+    d - 3
+    """
+    sde = derive_rho_sde()
+    return sp.factor(sp.cancel(2 * sde.reduced_drift / sde.reduced_variance))
+
+
 def in_z(expr: sp.Expr) -> sp.Expr:
     r"""Substitute :math:`\rho = \tanh z` and :math:`r = e^{-\beta(1-\tanh z)}`: a function of
     ``z`` (and the parameters) alone."""
@@ -223,7 +236,7 @@ def z_scale_rate() -> sp.Expr:
     The generator is :math:`\mathcal L u = \tfrac12 v_z^2 e^{-\psi}(e^{\psi}u')'`: the
     scale density is :math:`e^{-\psi}`, the speed density :math:`2e^{\psi}/v_z^2`. It equals
     :math:`g(\tanh z) + 2\tanh z`, with ``g`` the scale integrand of
-    :func:`proofs_check.stability.scale_g` (checked in :func:`z_sde_residuals`).
+    :func:`scale_g` (checked in :func:`z_sde_residuals`).
     """
     drift, diffusion = derive_z_sde()
     return sp.factor(sp.cancel(2 * drift / diffusion**2))
@@ -249,7 +262,6 @@ def z_sde_residuals(drift: sp.Expr | None = None,
     True
     """
     from .ito import ito_lemma
-    from .stability import scale_g
 
     derived = derive_z_sde()
     drift = derived[0] if drift is None else drift

@@ -65,12 +65,12 @@ from ._solve import default_solver as default_solver
 from ._solve import solve as solve
 from ._solve import solve_batch as solve_batch
 from ._solve import solver_convention as solver_convention
+from ._weak_error import WeakErrors as WeakErrors
+from ._weak_error import weak_error_vs_layers as weak_error_vs_layers
 from ._weights import AbstractWeights as AbstractWeights
 from ._weights import ConstantWeights as ConstantWeights
 from ._weights import Hybrid as Hybrid
 from ._weights import PureNoise as PureNoise
-from .experiments._weak_error import WeakErrors as WeakErrors
-from .experiments._weak_error import weak_error_vs_layers as weak_error_vs_layers
 from .solvers import AbstractGeodesicSolver as AbstractGeodesicSolver
 from .solvers import GeodesicEuler as GeodesicEuler
 from .solvers import GeodesicHeun as GeodesicHeun

@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._brownian import bit_signs
+from ._network import network_depth
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
 
 _Z_STEP = 1e-3
@@ -263,7 +264,7 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     """
     from ._geometry import sample_uniform
 
-    steps = round(horizon * layers)
+    steps = network_depth(horizon, layers)
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     mu, eps = weights.limit()
     drift_step, noise_step = (float(v) for v in weights.layer_steps(layers))

@@ -51,6 +51,24 @@ def layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius):
     return radius * retract(y)
 
 
+def network_depth(horizon: RealScalar, layers: int) -> int:
+    r"""The number of layers of a network with ``layers`` per unit depth-time run to
+    depth-time ``horizon``: :math:`\operatorname{round}(T L)`, the one rule for depth.
+
+    Raises
+    ------
+    ValueError
+        If that is fewer than one layer (``T L <= 1/2``).
+    """
+    steps = round(horizon * layers)
+    if steps < 1:
+        raise ValueError(
+            f"a horizon T = {float(horizon):g} with L = {layers} layers per unit depth-time "
+            f"is round(T L) = {steps} layers; pass T > 1/(2L) = {0.5 / layers:g} or more "
+            "layers")
+    return steps
+
+
 def simulate_network(
     key: PRNGKeyArray,
     tokens0: Float[ArrayLike, "*trajectories n d"],
@@ -66,7 +84,8 @@ def simulate_network(
     save_every: int | None = None,
     noise: Noise | None = None,
 ) -> NetworkResult:
-    r"""Run the discrete deep network: ``round(horizon * layers)`` layers, many trajectories.
+    r"""Run the discrete deep network: ``round(horizon * layers)`` layers (:func:`network_depth`),
+    many trajectories.
 
     A ``jax.lax.scan`` over layers of a layer ``vmap``-ped over trajectories (one
     compiled program, no host synchronization). The matrix :math:`V_k` is fresh for
@@ -113,7 +132,7 @@ def simulate_network(
     n, d = tokens0.shape[-2:]
     noise = ("span" if n < d else "full") if noise is None else noise
     noise_shape(noise, d, n)
-    steps = round(horizon * layers)
+    steps = network_depth(horizon, layers)
     if save_every is not None and steps % save_every:
         raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
     drift_step, noise_step = (float(s) for s in weights.layer_steps(layers))

@@ -8,6 +8,8 @@ both sides of beta_c(d). Every Monte Carlo estimate may differ from the exact va
 of rho = +-1 at the horizon).
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,3 +64,42 @@ def test_exact_reduced_particles_network_agree(d, beta):
     _check("network", outcome_fractions(net.tokens), exact)
     assert jnp.all(jnp.isfinite(net.tokens))
     assert np.isfinite(exact)
+
+
+# The rule every REPORT.md section judges a Monte Carlo point by (experiments/_agreement).
+
+
+def _row(cls, **given):
+    """A row of ``cls`` with the given fields and 0 elsewhere."""
+    return cls(**{f.name: given.get(f.name, 0) for f in dataclasses.fields(cls)})
+
+
+def test_the_error_bar_is_the_larger_of_the_estimate_and_the_reference():
+    from spheresde.experiments import PhaseRow
+    from spheresde.experiments._agreement import agreement_band, mc_agreement, z_score
+
+    # no antipodal sample in N = 400 against p = 0.1: judged by sqrt(0.1 * 0.9 / 400) = 0.015
+    miss = _row(PhaseRow, p_antipodal=0.0, p_finite=0.1, trajectories=400)
+    assert z_score(miss, 0.1) == pytest.approx(-0.1 / 0.015)
+    assert agreement_band(miss) == pytest.approx(4 * 0.015)
+    # p = 0.5 in N = 400 against p = 0.45: the estimate's sqrt(0.25 / 400) = 0.025 is larger
+    near = _row(PhaseRow, p_antipodal=0.5, p_finite=0.45, trajectories=400)
+    assert z_score(near, 0.45) == pytest.approx(0.05 / 0.025)
+    assert mc_agreement([miss, near])[:2] == (1, 2)
+    # no error bar at all: 0 for an exact match, infinite otherwise
+    sure = _row(PhaseRow, p_antipodal=0.0, trajectories=400)
+    assert (z_score(sure, 0.0), z_score(sure, 1.0)) == (0.0, -np.inf)
+
+
+def test_dominance_rows_follow_the_same_rule_as_figure_3():
+    from spheresde.experiments import DominanceRow, PhaseRow
+    from spheresde.experiments._agreement import mc_agreement, z_score
+
+    # 1 antipodal sample in N = 100 where the exact finite-horizon value is 0: the
+    # estimate's error bar sqrt(0.01 * 0.99 / 100) = 0.00995 gives z = 1.005, within 4
+    # (the dominance section's old rule, the reference's error bar alone, gave 1e10)
+    phase = _row(PhaseRow, p_antipodal=0.01, p_finite=0.0, trajectories=100)
+    two = _row(DominanceRow, tokens=2, p_antipodal=0.01, p_exact_horizon=0.0, trajectories=100)
+    assert z_score(two, 0.0) == z_score(phase, 0.0) == pytest.approx(0.01 / 0.00995, rel=1e-4)
+    assert mc_agreement([two]) == mc_agreement([phase])
+    assert mc_agreement([two])[:2] == (1, 1)

@@ -220,7 +220,7 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
     its exact error bar.
     """
     from spheresde.experiments import PhaseSpec, run_phase
-    from spheresde.experiments._report import agreement_band
+    from spheresde.experiments._agreement import agreement_band
 
     grid = {"dims": (4, 6), "betas": (0.5, 1.0, 2.0, 3.0)}
     exact = run_phase(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet=True).rows

@@ -12,7 +12,6 @@ from proofs_check.stability import (
     q,
     same,
     scale_exponent_at,
-    scale_g,
     stated_lyapunov_minus,
 )
 from proofs_check.stratonovich import check_rho_in_coordinates, check_stratonovich
@@ -26,6 +25,7 @@ from proofs_check.two_token import (
     in_z,
     r,
     rho,
+    scale_g,
     stated_rho_sde,
     z,
     z_sde_residuals,

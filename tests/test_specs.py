@@ -1,10 +1,8 @@
 """The typed experiment specs: validation, and everything derived from them (CLI, presets,
 metadata, command lines), checked in-process and with Hypothesis round trips."""
 
-import ast
 import dataclasses
 import shlex
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -25,29 +23,11 @@ from spheresde.experiments import (
 )
 from spheresde.experiments._spec import FieldKind, at_least, param, problem
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def parse_spec(argv):
     """What the CLI makes of ``argv``: the spec class called with the parsed options."""
     args = build_parser().parse_args(argv)
     return args.spec_cls(**{f.name: getattr(args, f.name) for f in args.spec_cls.spec_fields()})
-
-
-def test_the_library_never_imports_the_cli():
-    offenders = []
-    for path in (ROOT / "spheresde").rglob("*.py"):
-        if path.name == "cli.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""] + [a.name for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            if any(n == "cli" or n.endswith(".cli") for n in names):
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not offenders, offenders
 
 
 def test_every_spec_field_is_a_cli_option_with_its_default():

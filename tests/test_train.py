@@ -452,7 +452,7 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
 def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
     from spheresde import _datasets
     from spheresde.experiments import BadParameters, ReproduceSpec
-    from spheresde.experiments._reproduce import training_data
+    from spheresde.experiments._scales import training_data
 
     write_cifar(tmp_path / "cifar")
     write_fashion(tmp_path / "fm", gz=False)

@@ -19,7 +19,7 @@ from spheresde import (
     solve_batch,
     transformer_sde,
 )
-from spheresde._network import layer
+from spheresde._network import layer, network_depth
 from spheresde._noise import gram_sqrt
 
 
@@ -181,6 +181,17 @@ def test_saved_gram_traces(getkey):
     assert jnp.allclose(out.gram[:, -1], last, atol=1e-12)
     with pytest.raises(ValueError, match="divide"):
         simulate_network(getkey(), x0, 1.0, layers=10, horizon=3, trajectories=5, save_every=7)
+
+
+def test_depth_is_round_horizon_times_layers_and_at_least_one_layer(getkey):
+    # the paper's Figure 3 (T = 500, L = 100), a horizon rounded up and one rounded down
+    assert [network_depth(t, n) for t, n in ((500.0, 100), (0.26, 10), (1.04, 10))] == [
+        50_000, 3, 10]
+    assert network_depth(0.06, 10) == 1
+    x0 = _tokens(getkey(), 2, 3)
+    for horizon in (0.05, 0.0):  # T L = 1/2 rounds to no layer
+        with pytest.raises(ValueError, match=r"round\(T L\) = 0 layers; pass T > 1/\(2L\)"):
+            simulate_network(getkey(), x0, 1.0, layers=10, horizon=horizon, trajectories=2)
 
 
 @pytest.mark.slow

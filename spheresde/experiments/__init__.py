@@ -17,8 +17,8 @@ from ._edges import EdgeRow, FitRow, dominance_edges
 from ._field import FieldSpec, run_field
 from ._hybrid import HybridRow, HybridSpec, run_hybrid
 from ._phase import PhaseRow, PhaseSpec, run_phase
-from ._reproduce import ReproduceSpec, reproduce
-from ._scales import PAPER, QUICK, SCALES, SMOKE
+from ._reproduce import reproduce, run
+from ._scales import PAPER, QUICK, SCALES, SMOKE, ReproduceSpec
 from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
 from ._store import (
     CorruptStore,
@@ -42,7 +42,7 @@ from ._train import (
     paired_differences,
     run_train,
 )
-from .registry import RUNNERS, SPECS, run
+from .registry import RUNNERS, SPECS
 
 __all__ = [
     "PAPER",

@@ -24,12 +24,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
+from .._weights import Hybrid
 from ._hybrid import (
     HORIZON_SCALE,
     MAX_HORIZON,
+    ScaledHorizon,
     _cap_above_horizon,
     horizon_label,
-    scaled_horizon,
 )
 from ._spec import (
     ABSORB,
@@ -57,7 +58,7 @@ def _two_eps_at_least(spec: DominanceSpec) -> str | None:
 
 
 @dataclass(frozen=True)
-class DominanceSpec(ExperimentSpec):
+class DominanceSpec(ScaledHorizon, ExperimentSpec):
     """Figure 4 for several n and d: the dominant outcome of the hybrid network and its edge.
 
     The defaults are the ``quick`` sizes; the paper-scale sweep is in ``reproduce --scale
@@ -91,11 +92,6 @@ class DominanceSpec(ExperimentSpec):
         return [{"tokens": n, "dim": d, "beta": b, "eps": e}
                 for n in self.tokens for d in self.dims for b in self.betas for e in self.eps]
 
-    def point_horizon(self, eps: float) -> float:
-        """The horizon simulated at noise ``eps`` (the rule of ``spheresde hybrid``)."""
-        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
-                              self.layers)
-
 
 @dataclass(frozen=True)
 class DominanceRow:
@@ -127,8 +123,8 @@ def _chunk(spec: DominanceSpec, point: dict, k: int, size: int) -> dict:
 
     return simulate_counts(
         "discrete", jax.random.PRNGKey(chunk_seed(spec.seed, point, k)),
-        tokens=point["tokens"], beta=point["beta"], d=point["dim"], mu=spec.mu,
-        eps=point["eps"], trajectories=size, layers=spec.layers,
+        tokens=point["tokens"], beta=point["beta"], d=point["dim"],
+        weights=Hybrid(mu=spec.mu, eps=point["eps"]), trajectories=size, layers=spec.layers,
         horizon=spec.point_horizon(point["eps"]), tol=spec.tol, absorb=spec.absorb)
 
 
@@ -166,10 +162,9 @@ def run_dominance(spec: DominanceSpec, out: str | os.PathLike, *, quiet: bool = 
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
     from ._edges import dominance_edges, write_rows
 
-    points = spec.points()
-    steps = round(np.mean([spec.point_horizon(p["eps"]) * spec.layers for p in points]))
     result = run_sweep(spec, out, DominanceRow, _chunk, _finish, plot_dominance, name=name,
-                       desc=f"{name} (n={','.join(map(str, spec.tokens))})", steps=steps,
+                       desc=f"{name} (n={','.join(map(str, spec.tokens))})",
+                       steps=spec.mean_steps(spec.points()),
                        options=run_options(options, quiet=quiet, overwrite=overwrite))
     if isinstance(result, list):
         return result

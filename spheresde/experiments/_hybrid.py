@@ -9,7 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._network import network_depth
 from .._outcomes import DEFAULT_TOL
+from .._weights import Hybrid
 from ._phase import SAMPLING, Method
 from ._spec import (
     ABSORB,
@@ -45,7 +47,32 @@ def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers:
     wanted = scale / eps**2 if scale > 0 else 0.0
     if cap > 0:
         wanted = min(wanted, cap)
-    return round(max(horizon, wanted) * layers) / layers
+    return network_depth(max(horizon, wanted), layers) / layers
+
+
+class ScaledHorizon:
+    """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``), for a spec with the
+    fields ``horizon``, ``horizon_scale``, ``max_horizon`` and ``layers``.
+
+    A mixin without fields, so that each final spec keeps its own fields in its own order
+    (the CSV columns and the resume identity follow that order).
+    """
+
+    horizon: float
+    horizon_scale: float
+    max_horizon: float
+    layers: int
+
+    def point_horizon(self, eps: float) -> float:
+        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
+        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
+                              self.layers)
+
+    def mean_steps(self, points: list[dict]) -> int:
+        """Layers per trajectory, averaged over ``points`` (their horizons depend on eps),
+        for the ``--dry-run`` plan."""
+        return round(np.mean([network_depth(self.point_horizon(p["eps"]), self.layers)
+                              for p in points]))
 
 
 def _cap_above_horizon(spec) -> str | None:
@@ -63,7 +90,7 @@ def _two_tokens_only(spec: HybridSpec) -> str | None:
 
 
 @dataclass(frozen=True)
-class HybridSpec(ExperimentSpec):
+class HybridSpec(ScaledHorizon, ExperimentSpec):
     """Figure 4: the dominant outcome of V = (mu/sqrt L) Id + eps G over betas x eps.
 
     The defaults are the ``quick`` sizes (three tokens in d = 3, the discrete network).
@@ -97,11 +124,6 @@ class HybridSpec(ExperimentSpec):
         """The grid, beta-major: ``{"beta": beta, "eps": eps}``."""
         return [{"beta": b, "eps": e} for b in self.betas for e in self.eps]
 
-    def point_horizon(self, eps: float) -> float:
-        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
-        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
-                              self.layers)
-
 
 @dataclass(frozen=True)
 class HybridRow:
@@ -129,9 +151,9 @@ def _chunk(spec: HybridSpec, point: dict, k: int, size: int) -> dict:
         return {}
     return simulate_counts(
         spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=spec.tokens,
-        beta=point["beta"], d=spec.dim, mu=spec.mu, eps=point["eps"], trajectories=size,
-        layers=spec.layers, horizon=spec.point_horizon(point["eps"]), tol=spec.tol,
-        absorb=spec.absorb)
+        beta=point["beta"], d=spec.dim, weights=Hybrid(mu=spec.mu, eps=point["eps"]),
+        trajectories=size, layers=spec.layers, horizon=spec.point_horizon(point["eps"]),
+        tol=spec.tol, absorb=spec.absorb)
 
 
 def _finish(spec: HybridSpec, point: dict, counts: list[dict]) -> HybridRow:
@@ -159,16 +181,8 @@ def run_hybrid(spec: HybridSpec, out: str | os.PathLike, *, quiet: bool = False,
     (``options``: chunks, executor, dry run; :class:`RunOptions`)."""
     return run_sweep(spec, out, HybridRow, _chunk, _finish, plot_hybrid, name=name,
                      desc=f"{name} ({spec.method}, n={spec.tokens})",
-                     steps=mean_steps(spec, spec.points()),
+                     steps=0 if spec.method == "exact" else spec.mean_steps(spec.points()),
                      options=run_options(options, quiet=quiet, overwrite=overwrite))
-
-
-def mean_steps(spec, points: list[dict]) -> int:
-    """Layers per trajectory, averaged over ``points`` (their horizons depend on eps), for
-    the ``--dry-run`` plan; 0 for the exact method."""
-    if spec.method == "exact":
-        return 0
-    return round(np.mean([spec.point_horizon(p["eps"]) * spec.layers for p in points]))
 
 
 def horizon_label(spec) -> str:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
+from .._weights import PureNoise
 from ._spec import (
     ABSORB,
     BETAS,
@@ -107,7 +108,7 @@ def _chunk(spec: PhaseSpec, point: dict, k: int, size: int) -> dict:
         return {}
     return simulate_counts(
         spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=2,
-        beta=point["beta"], d=point["d"], sigma=spec.sigma, trajectories=size,
+        beta=point["beta"], d=point["d"], weights=PureNoise(spec.sigma), trajectories=size,
         layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb)
 
 

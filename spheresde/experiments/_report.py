@@ -3,78 +3,27 @@
 from __future__ import annotations
 
 import json
-import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from .._outcomes import binomial_stderr
+from ._agreement import BAND, largest_z, mc_agreement, z_score
 from ._hybrid import HybridRow
 from ._phase import PhaseRow
-from ._reproduce import ReproduceSpec
+from ._scales import ReproduceSpec, training_data
 from ._store import atomic_write_text
 from ._sweep import SweepResult
 from ._tokens import TokensRow
+from ._train import convergence, curves, depths, final_accuracy, paired_differences
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"
-
-
-def reference(row: PhaseRow | HybridRow) -> tuple[float, float]:
-    """The probability a Monte Carlo point must match, and the undecided slack it allows.
-
-    Figure 3 rows carry the limit SDE's law at the run's own horizon and tol
-    (``p_finite``): the same classification at the same T, so no slack. Hybrid rows
-    only have the t -> inf value: the undecided mass may still end either way, so it
-    widens the band.
-    """
-    if isinstance(row, PhaseRow):
-        return row.p_finite, 0.0
-    return row.p_exact, row.p_undecided
-
-
-def standard_error(row: PhaseRow | HybridRow, p: float) -> float:
-    """The larger of the estimate's standard error and the reference ``p``'s
-    ``sqrt(p (1-p) / N)``, so that a point with no antipodal sample (estimated error 0) is
-    still judged fairly."""
-    return max(row.stderr, float(binomial_stderr(p, row.trajectories)))
-
-
-def agreement_band(row: PhaseRow | HybridRow) -> float:
-    """Allowed ``|p_antipodal - reference|`` (:func:`reference`): 4 standard errors
-    (:func:`standard_error`) plus the slack; 4 of them keep a false alarm rare over a
-    whole grid (two-sided 6e-5 per point).
-    """
-    p, slack = reference(row)
-    return 4 * standard_error(row, p) + slack
-
-
-def mc_agreement(rows: list[PhaseRow] | list[HybridRow]) -> tuple[int, int, float]:
-    """Points within :func:`agreement_band` of their :func:`reference`; and the worst excess."""
-    ok, worst = 0, -math.inf
-    for r in rows:
-        excess = abs(r.p_antipodal - reference(r)[0]) - agreement_band(r)
-        ok += excess <= 1e-12
-        worst = max(worst, excess)
-    return ok, len(rows), worst
-
-
-def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
-    """Largest ``|p_antipodal - p| / se`` over Monte Carlo rows, against the finite-horizon
-    law and against the t -> inf limit (:func:`standard_error`)."""
-    def z(r, p):
-        se = standard_error(r, p)
-        gap = abs(r.p_antipodal - p)
-        return gap / se if se > 0 else (0.0 if gap == 0 else math.inf)
-
-    return (max(z(r, r.p_finite) for r in rows), max(z(r, r.p_exact) for r in rows))
 
 
 def _network_offset(rows: list[PhaseRow], layers: int) -> str:
     """A sentence on the mean signed z of the network against the limit's law: the
     network is not its limit, and differs from it by O(1/L)."""
-    zs = [(r.p_antipodal - r.p_finite) / standard_error(r, r.p_finite)
-          for r in rows if 0 < r.p_finite < 1]
+    zs = [z_score(r, r.p_finite) for r in rows if 0 < r.p_finite < 1]
     if not zs:
         return ""
     return (f"The network with L = {layers} is not its limit: over the {len(zs)} points "
@@ -267,7 +216,7 @@ def _hybrid_section(results: dict) -> tuple[str, list]:
             if spec.method != "exact":
                 ok, total, _ = mc_agreement(rows)
                 text.append(f"Against the exact two-token probability: {ok}/{total} cells "
-                            "within 4 standard errors plus the undecided fraction.")
+                            f"within {BAND} standard errors plus the undecided fraction.")
                 status.append(("Figure 4, two tokens (MC vs exact)",
                                f"{ok}/{total} cells agree; antipodal dominant in "
                                f"{doms['antipodal']} cells"))
@@ -368,14 +317,12 @@ def _dominance_section(results: dict) -> tuple[str, list]:
         ]
     two = [r for r in rows if r.tokens == 2 and np.isfinite(r.p_exact_horizon)]
     if two:
-        z = [abs(r.p_antipodal - r.p_exact_horizon)
-             / max(float(binomial_stderr(r.p_exact_horizon, r.trajectories)), 1e-12)
-             for r in two]
-        within = sum(v <= 4 for v in z)
+        within, _, _ = mc_agreement(two)
+        z = max(abs(z_score(r, r.p_exact_horizon)) for r in two)
         text += [
             f"Two tokens, confirmation: the network's Monte Carlo against the exact "
             f"finite-horizon probability of the limit SDE at the same T: {within}/{len(two)} "
-            f"cells within 4 standard errors (largest |z| {max(z):.1f}; "
+            f"cells within {BAND} standard errors (largest |z| {z:.1f}; "
             f"{sum(r.tokens == 2 for r in rows) - len(two)} cells without a finite-horizon "
             "value, where that solver overflows at small eps). Largest exact "
             f"P(antipodal) on the grid: "
@@ -386,7 +333,7 @@ def _dominance_section(results: dict) -> tuple[str, list]:
             "",
         ]
         status.append(("Figure 4, two tokens (network vs exact, finite T)",
-                       f"{within}/{len(two)} cells within 4 s.e."))
+                       f"{within}/{len(two)} cells within {BAND} s.e."))
     body = []
     for f in fits:
         body.append([
@@ -590,9 +537,6 @@ def _pair_sentence(p) -> str:
 
 
 def _training_section(results: dict, spec: ReproduceSpec) -> tuple[str, list]:
-    from ._reproduce import training_data
-    from ._train import convergence, curves, depths, final_accuracy, paired_differences
-
     paper = [
         "## Figure 2: training the deep stochastic Transformer",
         "",

@@ -23,6 +23,7 @@ import functools
 
 import numpy as np
 
+from .._network import network_depth
 from .._outcomes import (
     ANTIPODAL,
     SINGLE,
@@ -31,14 +32,7 @@ from .._outcomes import (
     classify,
     cluster_sizes,
 )
-
-
-def _weights(sigma: float, mu: float, eps: float | None, constant: bool):
-    from .. import ConstantWeights, Hybrid, PureNoise
-
-    if constant:
-        return ConstantWeights()
-    return PureNoise(sigma=sigma) if eps is None else Hybrid(mu=mu, eps=eps)
+from .._weights import AbstractWeights, ConstantWeights
 
 
 @functools.cache
@@ -64,8 +58,8 @@ def _compiled(method: str):
     return jax.jit(run, static_argnames=("weights", "layers", "horizon"))
 
 
-def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int, weights,
-                  trajectories: int, layers: int, horizon: float):
+def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
+                  weights: AbstractWeights, trajectories: int, layers: int, horizon: float):
     """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts."""
     import jax
 
@@ -89,19 +83,21 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
     return OutcomeFractions.exact(p)
 
 
-def _token_outcomes(method: str, key, *, tol: float, **sizes) -> tuple[np.ndarray, np.ndarray]:
+def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
+                    weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
+                    tol: float) -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
-    final = _final_tokens(method, key, **sizes)
+    final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d, weights=weights,
+                          trajectories=trajectories, layers=layers, horizon=horizon)
     codes = np.asarray(classify(final, tol))
     return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
 
-def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int, trajectories: int,
-                    layers: int, horizon: float, tol: float, absorb: float,
-                    sigma: float = 1.0, mu: float = 0.0, eps: float | None = None,
-                    constant: bool = False) -> dict:
+def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
+                    weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
+                    tol: float, absorb: float) -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
@@ -109,28 +105,27 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int, traje
     ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
     other case (more tokens: the conservative criterion, never absorb; the particle
-    SDE; ``constant`` weights, which have no noise) runs the full horizon.
+    SDE; :class:`~spheresde.ConstantWeights`, which have no noise) runs the full horizon.
     """
     from .._absorption import absorbing_network, absorbing_rho
 
-    steps = round(horizon * layers)
-    noise_eps = sigma if eps is None else eps
+    steps = network_depth(horizon, layers)
+    constant = isinstance(weights, ConstantWeights)
     if method == "reduced" and not constant:
-        codes, work = absorbing_rho(key, beta=beta, d=d, eps=noise_eps, mu=mu,
+        mu, eps = weights.limit()
+        codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
                                     trajectories=trajectories, dt=1.0 / layers,
                                     horizon=horizon, tol=tol, bound=absorb)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     elif method == "discrete" and tokens == 2:
-        codes, work = absorbing_network(key, beta=beta, d=d,
-                                        weights=_weights(sigma, mu, eps, constant),
+        codes, work = absorbing_network(key, beta=beta, d=d, weights=weights,
                                         trajectories=trajectories, layers=layers,
                                         horizon=horizon, tol=tol, bound=absorb)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
-                                          weights=_weights(sigma, mu, eps, constant),
-                                          trajectories=trajectories, layers=layers,
-                                          horizon=horizon, tol=tol)
+                                          weights=weights, trajectories=trajectories,
+                                          layers=layers, horizon=horizon, tol=tol)
         work = trajectories * steps
     return {
         "outcomes": [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)],

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
+from .._weights import ConstantWeights, PureNoise
 from ._spec import (
     ABSORB,
     BETAS,
@@ -86,9 +87,10 @@ def _chunk(spec: TokensSpec, point: dict, k: int, size: int) -> dict:
 
     return simulate_counts(
         spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)),
-        tokens=point["tokens"], beta=point["beta"], d=spec.dim, sigma=spec.sigma,
+        tokens=point["tokens"], beta=point["beta"], d=spec.dim,
+        weights=ConstantWeights() if spec.weights == "constant" else PureNoise(spec.sigma),
         trajectories=size, layers=spec.layers, horizon=spec.horizon, tol=spec.tol,
-        absorb=spec.absorb, constant=spec.weights == "constant")
+        absorb=spec.absorb)
 
 
 def _finish(spec: TokensSpec, point: dict, counts: list[dict]) -> TokensRow:

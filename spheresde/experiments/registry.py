@@ -1,22 +1,21 @@
-"""The experiments by sub-command: their spec classes and the functions that run them.
+"""The experiments by sub-command, as data: their spec classes and the sweeps' runners.
 
-The ``spheresde`` command line (:mod:`spheresde.cli`) is built from :data:`SPECS`; a
-program runs an experiment with :func:`run` (or the experiment's own ``run_*``).
+The ``spheresde`` command line (:mod:`spheresde.cli`) is built from :data:`SPECS`;
+``reproduce`` and :func:`~spheresde.experiments.run` (above this module) look the sweeps up
+in :data:`RUNNERS`. Nothing here runs an experiment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from ._dominance import DominanceSpec, run_dominance
-from ._field import FieldSpec, run_field
+from ._field import FieldSpec
 from ._hybrid import HybridSpec, run_hybrid
 from ._phase import PhaseSpec, run_phase
-from ._reproduce import ReproduceSpec, reproduce
-from ._spec import BadParameters, ExperimentSpec
-from ._sweep import RunOptions, run_options
+from ._scales import ReproduceSpec
+from ._spec import ExperimentSpec
 from ._tokens import TokensSpec, run_tokens
 from ._train import TrainSpec, run_train
 
@@ -41,25 +40,4 @@ STORED: tuple[str, ...] = (*CHUNKED, "train")
 """The sub-commands that write a resumable store (``--overwrite``, ``--prune``, ``--wait``)."""
 
 
-def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
-        overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
-    """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
-    (with ``options.dry_run``: the plan, and nothing written)."""
-    if not os.fspath(out).strip():
-        raise BadParameters("the output directory is empty; give one, e.g. 'results' "
-                            "('.' for the current directory)")
-    options = run_options(options, quiet=quiet, overwrite=overwrite)
-    if isinstance(spec, ReproduceSpec):
-        return reproduce(spec, out, options=options)
-    if isinstance(spec, FieldSpec):
-        if options.dry_run:
-            return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
-        info = run_field(spec, out)
-        return [f"wrote {info['png']} and {info['csv']}"]
-    result = RUNNERS[spec.command](spec, out, options=options)
-    if options.dry_run:
-        return result
-    return [f"wrote {result.csv}, {result.json} and {result.png}"]
-
-
-__all__ = ["CHUNKED", "RUNNERS", "SPECS", "STORED", "run"]
+__all__ = ["CHUNKED", "RUNNERS", "SPECS", "STORED"]

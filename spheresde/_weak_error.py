@@ -16,11 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
-from .._geometry import retract
-from .._limit import transformer_sde
-from .._network import layer
-from .._typing import PRNGKeyArray
-from .._weights import PureNoise
+from ._geometry import retract
+from ._limit import transformer_sde
+from ._network import layer, network_depth
+from ._typing import PRNGKeyArray
+from ._weights import PureNoise
 
 
 class WeakErrors(NamedTuple):
@@ -74,7 +74,7 @@ def weak_error_vs_layers(
     layers = tuple(int(v) for v in layers)
     if any(b != 2 * a for a, b in itertools.pairwise(layers)):
         raise ValueError(f"layers must double at each entry, got {layers}")
-    blocks = round(horizon * layers[0])
+    blocks = network_depth(horizon, layers[0])
     dt_ref = 1.0 / (layers[-1] * reference_factor)
     sde = transformer_sde(beta, PureNoise(sigma), d=d)
     x0 = jnp.zeros((2, d)).at[0, 0].set(1.0).at[1, 0].set(rho0).at[1, 1].set(np.sqrt(1 - rho0**2))

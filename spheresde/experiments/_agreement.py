@@ -1,0 +1,84 @@
+"""Agreement of a Monte Carlo fraction with a reference probability: one rule for REPORT.md.
+
+A row's ``p_antipodal`` (a fraction of ``trajectories`` samples) is compared with a
+reference ``p`` (:func:`reference`: the limit's law at the run's own horizon, or its
+t -> inf value). The standard error is the larger of the estimate's and the reference's
+binomial :math:`\\sqrt{p(1-p)/N}`, so that a point with no antipodal sample (estimated
+error 0) is still judged against its exact error bar; the z-score is the gap in those
+units; a point agrees when its gap is at most :data:`BAND` standard errors plus the
+reference's slack. Every section of the report counts, and prints z, by these functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._outcomes import binomial_stderr
+from ._dominance import DominanceRow
+from ._hybrid import HybridRow
+from ._phase import PhaseRow
+
+Row = PhaseRow | HybridRow | DominanceRow
+
+BAND = 4
+"""Standard errors allowed: two-sided 6e-5 per point, so a false alarm stays rare over a
+whole grid."""
+
+
+def reference(row: Row) -> tuple[float, float]:
+    """The probability a Monte Carlo point must match, and the undecided slack it allows.
+
+    Figure 3 rows carry the limit SDE's law at the run's own horizon and tol
+    (``p_finite``), and dominance rows of two tokens its value at the row's horizon
+    (``p_exact_horizon``): the same classification at the same T, so no slack. Hybrid
+    rows only have the t -> inf value: the undecided mass may still end either way, so it
+    widens the band.
+    """
+    if isinstance(row, PhaseRow):
+        return row.p_finite, 0.0
+    if isinstance(row, DominanceRow):
+        return row.p_exact_horizon, 0.0
+    return row.p_exact, row.p_undecided
+
+
+def standard_error(row: Row, p: float) -> float:
+    """The larger of the estimate's standard error and the reference ``p``'s
+    ``sqrt(p (1-p) / N)``, ``N`` the row's trajectories."""
+    return max(float(binomial_stderr(q, row.trajectories)) for q in (row.p_antipodal, p))
+
+
+def z_score(row: Row, p: float) -> float:
+    """Signed ``(p_antipodal - p) / se`` (:func:`standard_error`); 0 for an exact match with
+    no error bar, infinite for a mismatch with none."""
+    gap, se = row.p_antipodal - p, standard_error(row, p)
+    if se > 0:
+        return gap / se
+    return 0.0 if gap == 0 else math.copysign(math.inf, gap)
+
+
+def agreement_band(row: Row) -> float:
+    """Allowed ``|p_antipodal - reference|`` (:func:`reference`): :data:`BAND` standard
+    errors (:func:`standard_error`) plus the slack."""
+    p, slack = reference(row)
+    return BAND * standard_error(row, p) + slack
+
+
+def mc_agreement(rows: list[Row]) -> tuple[int, int, float]:
+    """Points within :func:`agreement_band` of their :func:`reference`; and the worst excess."""
+    ok, worst = 0, -math.inf
+    for r in rows:
+        excess = abs(r.p_antipodal - reference(r)[0]) - agreement_band(r)
+        ok += excess <= 1e-12
+        worst = max(worst, excess)
+    return ok, len(rows), worst
+
+
+def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
+    """Largest ``|z|`` (:func:`z_score`) over Monte Carlo rows, against the finite-horizon
+    law and against the t -> inf limit."""
+    return (max(abs(z_score(r, r.p_finite)) for r in rows),
+            max(abs(z_score(r, r.p_exact)) for r in rows))
+
+
+__all__ = ["BAND", "agreement_band", "largest_z", "mc_agreement", "reference",
+           "standard_error", "z_score"]

@@ -218,19 +218,26 @@ def _row(claim, stated, derived, residuals, note):
 
 def check_engine() -> list:
     """Report rows: the paper's layer re-derived by :func:`proofs_check.engine.diffusion_limit`."""
-    return [
-        _row("Engine: Theorem 1 re-derived (paper's layer through diffusion_limit)",
-             "engine(paper's layer) = derive_limit_span = stated closed form",
-             "drift -(d-1)/2 eps^2 |A_i|^2 X_i + mu P_i A_i, covariance eps^2 <A_i,A_j> P_i P_j",
-             engine_theorem1_residuals(),
-             "diffusion_limit(lambda x: [s * (V @ a) for a in A], n), V = GaussianMatrix(std=eps, "
-             "mean=mu*s), generic attention weights, n = 1, 2, 3, d symbolic; |X_i|^2 constant"),
-        _row("Engine: two-token SDE and Lyapunov exponents of the paper's layer",
-             "rho_sde(paper_layer) = derive_rho_sde; lyapunov_at = lyapunov_exponent",
-             "same drift, variance, lambda_+, lambda_- (in rho, exp(beta rho) kept)",
-             engine_rho_residuals(),
-             "Ito's lemma on the engine's limit; lambda by direct differentiation in rho"),
-    ]
+    import time
+
+    rows = []
+    for claim, stated, derived, residuals, note in (
+        ("Engine: Theorem 1 re-derived (paper's layer through diffusion_limit)",
+         "engine(paper's layer) = derive_limit_span = stated closed form",
+         "drift -(d-1)/2 eps^2 |A_i|^2 X_i + mu P_i A_i, covariance eps^2 <A_i,A_j> P_i P_j",
+         engine_theorem1_residuals,
+         "diffusion_limit(lambda x: [s * (V @ a) for a in A], n), V = GaussianMatrix(std=eps, "
+         "mean=mu*s), generic attention weights, n = 1, 2, 3, d symbolic; |X_i|^2 constant"),
+        ("Engine: two-token SDE and Lyapunov exponents of the paper's layer",
+         "rho_sde(paper_layer) = derive_rho_sde; lyapunov_at = lyapunov_exponent",
+         "same drift, variance, lambda_+, lambda_- (in rho, exp(beta rho) kept)",
+         engine_rho_residuals,
+         "Ito's lemma on the engine's limit; lambda by direct differentiation in rho"),
+    ):
+        t0 = time.perf_counter()
+        row = _row(claim, stated, derived, residuals(), note)
+        rows.append(type(row)(**{**row.__dict__, "seconds": time.perf_counter() - t0}))
+    return rows
 
 
 def check_layernorm():

@@ -161,6 +161,24 @@ def layernorm_residuals() -> dict:
     }
 
 
+@functools.cache
+def layernorm_rms_dimension() -> sp.Expr:
+    r"""The dimension :math:`d'` of the RMS network whose two-token SDE is LayerNorm's at
+    ``d``: :math:`d' = d - 1`, returned only when :func:`layernorm_residuals` vanish.
+
+    Examples
+    --------
+    >>> layernorm_rms_dimension()
+    d - 1
+    """
+    from .report import is_zero
+
+    residuals = layernorm_residuals()
+    if not is_zero(residuals):
+        raise AssertionError(f"LayerNorm's rho-SDE is not the RMS one at d - 1: {residuals}")
+    return d - 1
+
+
 def heads_residuals() -> dict:
     r"""Two heads: drift and variance are the sums of the one-head ones; with
     :math:`\beta_1 = \beta_2` the SDE is the one-head SDE at :math:`2\varepsilon^2` (time
@@ -285,4 +303,5 @@ CHECKS = (check_engine, check_layernorm, check_heads, check_mlp)
 __all__ = ["CHECKS", "beta1", "beta2", "check_engine", "check_heads", "check_layernorm",
            "check_mlp", "critical_beta_of", "engine_rho_residuals",
            "engine_theorem1_residuals", "gamma", "heads_layer", "heads_residuals",
-           "layernorm_residuals", "mlp_layer", "mlp_residuals", "paper_layer", "two_token"]
+           "layernorm_residuals", "layernorm_rms_dimension", "mlp_layer", "mlp_residuals",
+           "paper_layer", "two_token"]

@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import jaxtyping
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ from spheresde.experiments._simulate import two_token_dimension
 from spheresde.experiments._spec import BadParameters
 
 
+@pytest.mark.slow
 def test_layernorm_network_stays_on_the_hyperplane_sphere(getkey):
     x0 = spheresde.sample_uniform(getkey(), (3,), 5)
     out = spheresde.simulate_network(getkey(), x0, 1.0, layers=10, horizon=1.0,
@@ -23,14 +25,18 @@ def test_layernorm_network_stays_on_the_hyperplane_sphere(getkey):
 
 
 def test_layernorm_inputs_are_checked():
-    with pytest.raises(ValueError, match="norm must be 'rms' or 'layer'"):
+    # the run-time type check (tests) or the function's own check (users) refuses it
+    with pytest.raises((ValueError, jaxtyping.TypeCheckError), match="norm"):
         spheresde.simulate_network(jax.random.key(0), jnp.eye(2, 3), 1.0, layers=2,
                                    horizon=1.0, trajectories=1, norm="batch")
+    with pytest.raises(ValueError, match="norm must be 'rms' or 'layer'"):
+        two_token_dimension(5, "batch")
     with pytest.raises(BadParameters, match="--norm layer needs"):
         PhaseSpec(norm="layer", method="particles")
     assert PhaseSpec(norm="layer", method="discrete").norm == "layer"
 
 
+@pytest.mark.slow
 def test_layernorm_law_is_the_rms_law_one_dimension_down():
     assert two_token_dimension(5, "layer") == 4
     assert two_token_dimension(5) == 5
@@ -70,6 +76,7 @@ def test_one_layer_moments_match_the_derived_rho_sde(kind, layer, values, rho0):
     assert abs(mc["variance"] - v) < 4 * mc["variance_se"]
 
 
+@pytest.mark.slow
 def test_a_wrong_law_is_rejected_by_the_moment_check():
     # The RMS law at d = 5 is not LayerNorm's at d = 5: the same Monte Carlo sees it.
     layer = PairLayer(5, (1.5,), norm="layer")
@@ -78,6 +85,7 @@ def test_a_wrong_law_is_rejected_by_the_moment_check():
     assert abs(mc["drift"] - wrong) > 4 * mc["drift_se"]
 
 
+@pytest.mark.slow
 def test_simulate_pair_keeps_unit_tokens():
     out = simulate_pair(jax.random.key(0), PairLayer(4, (1.0,), gamma=0.5), layers=10,
                         horizon=1.0, trajectories=8)

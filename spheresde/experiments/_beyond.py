@@ -136,4 +136,25 @@ def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, traject
     return np.asarray(jnp.einsum("td,td->t", final[:, 0], final[:, 1]))
 
 
-__all__ = ["PairLayer", "one_layer_moments", "simulate_pair", "start_pair"]
+def simulate_rho_sde(key, drift, variance, *, d: int, dt: float, horizon: float,
+                     trajectories: int) -> np.ndarray:
+    r"""Euler--Maruyama of a derived two-token SDE :math:`d\rho = m\,dt + s\,dB` in
+    :math:`\rho`, clipped to :math:`[-1, 1]`, from two independent uniform tokens on
+    :math:`S^{d-1}`; ``drift(rho)`` and ``variance(rho)`` are lambdified (JAX) from
+    :mod:`proofs_check.layers`. Returns :math:`\rho` at the horizon."""
+    from .._geometry import sample_uniform
+
+    start_key, path_key = jax.random.split(key)
+    x = sample_uniform(start_key, (trajectories, 2), d, dtype=jnp.float64)
+    rho0 = jnp.einsum("td,td->t", x[:, 0], x[:, 1])
+
+    def body(r, k):
+        dw = jax.random.normal(k, r.shape, r.dtype) * np.sqrt(dt)
+        step = r + drift(r) * dt + jnp.sqrt(jnp.maximum(variance(r), 0.0)) * dw
+        return jnp.clip(step, -1.0, 1.0), None
+
+    keys = jax.random.split(path_key, round(horizon / dt))
+    return np.asarray(jax.jit(lambda r: jax.lax.scan(body, r, keys)[0])(rho0))
+
+
+__all__ = ["PairLayer", "one_layer_moments", "simulate_pair", "simulate_rho_sde", "start_pair"]

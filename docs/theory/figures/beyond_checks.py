@@ -1,6 +1,6 @@
 """Monte Carlo checks of docs/theory/beyond.rst: prints the tables of that page.
 
-Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|all]``
+Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|all]``
 (CPU, a few minutes). Every derived value comes from :mod:`proofs_check.layers`
 (lambdified from the engine), every simulated one from
 :mod:`spheresde.experiments._beyond` and :func:`spheresde.simulate_network`.
@@ -59,21 +59,63 @@ def outcomes() -> None:
     horizon, layers, trajectories, tol = 20.0, 20, 4000, 1e-2
     print(f"LayerNorm network, two uniform tokens, L = {layers}, T = {horizon:g}, "
           f"{trajectories} trajectories, tol = {tol}")
-    print("| d | beta | network P(anti) (se) | law at d-1 | z | RMS law at d |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| d | beta | LN network (se) | RMS network at d-1 (se) | z | limit law at d-1 | z "
+          "| RMS limit law at d |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def network(seed, dim, b, norm):
+        c = simulate_counts("discrete", jax.random.PRNGKey(seed), tokens=2, beta=b, d=dim,
+                            trajectories=trajectories, layers=layers, horizon=horizon,
+                            tol=tol, absorb=0.0 if norm == "layer" else 1e-6, norm=norm)
+        p = c["outcomes"][1] / trajectories
+        return p, max(np.sqrt(p * (1 - p) / trajectories), 1 / trajectories)
+
     for dim in (5, 7):
         for b in (0.5, 1.0, 1.5, 3.0):
-            c = simulate_counts("discrete", jax.random.PRNGKey(dim * 100 + int(10 * b)),
-                                tokens=2, beta=b, d=dim, trajectories=trajectories,
-                                layers=layers, horizon=horizon, tol=tol, absorb=0.0,
-                                norm="layer")
-            p = c["outcomes"][1] / trajectories
-            se = max(np.sqrt(p * (1 - p) / trajectories), 1 / trajectories)
+            p, se = network(dim * 100 + int(10 * b), dim, b, "layer")
+            p_rms, se_rms = network(dim * 100 + int(10 * b) + 1, dim - 1, b, "rms")
             law = float(tt.outcome_probabilities(b, dim - 1, horizon=horizon, tol=tol)
                         .antipodal)
             rms = float(tt.outcome_probabilities(b, dim, horizon=horizon, tol=tol).antipodal)
-            print(f"| {dim} | {b} | {p:.4f} ({se:.4f}) | {law:.4f} | {(p - law) / se:+.2f} | "
-                  f"{rms:.4f} |")
+            print(f"| {dim} | {b} | {p:.4f} ({se:.4f}) | {p_rms:.4f} ({se_rms:.4f}) | "
+                  f"{(p - p_rms) / np.hypot(se, se_rms):+.2f} | {law:.4f} | "
+                  f"{(p - law) / se:+.2f} | {rms:.4f} |")
+
+
+def _fractions(rho_t, tol):
+    """P(antipodal), P(single) and the binomial standard error of the first."""
+    anti, single = np.mean(rho_t < -1 + tol), np.mean(rho_t > 1 - tol)
+    return anti, single, max(np.sqrt(anti * (1 - anti) / rho_t.size), 1 / rho_t.size)
+
+
+def heads_and_mlp() -> None:
+    """Two heads across the boundary and the MLP block: network against the derived SDE."""
+    from spheresde.experiments._beyond import simulate_pair, simulate_rho_sde
+
+    layers, trajectories, tol, dt = 20, 2000, 1e-2, 1e-3
+    print(f"network: L = {layers}, {trajectories} trajectories; derived SDE: Euler dt = {dt}, "
+          f"{5 * trajectories} paths; tol = {tol}; z = (network - SDE) / combined se")
+    print("| layer | T | sech^2 sum or gamma | network P(anti) (se) | SDE P(anti) (se) | z |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    cases = [("heads", dict(betas=(b1, b2)), {d: 6, beta1: b1, beta2: b2, eps: 1.0},
+              f"{1 / np.cosh(b1) ** 2 + 1 / np.cosh(b2) ** 2:.3f} (boundary 0.8)", 20.0)
+             for b1, b2 in ((0.3, 3.0), (0.5, 1.0), (1.5, 1.5), (1.0, 3.0))]
+    cases += [("mlp", dict(betas=(3.0,), gamma=g), {d: 6, beta: 3.0, eps: 1.0, gamma: g},
+               f"beta = 3, gamma = {g}", horizon)
+              for g in (0.1, 0.3) for horizon in (5.0, 20.0)]
+    key = jax.random.PRNGKey(2025)
+    for kind, params, values, label, horizon in cases:
+        sde = two_token(kind)
+        m = sp.lambdify(rho, sde.drift.subs(values), "jax")
+        v = sp.lambdify(rho, sde.variance.subs(values), "jax")
+        key, k1, k2 = jax.random.split(key, 3)
+        net = simulate_pair(k1, PairLayer(6, eps=1.0, **params), layers=layers,
+                            horizon=horizon, trajectories=trajectories)
+        ref = simulate_rho_sde(k2, m, v, d=6, dt=dt, horizon=horizon,
+                               trajectories=5 * trajectories)
+        (pn, _, sn), (pr, _, sr) = _fractions(net, tol), _fractions(ref, tol)
+        print(f"| {kind} | {horizon:g} | {label} | {pn:.4f} ({sn:.4f}) | {pr:.4f} ({sr:.4f}) "
+              f"| {(pn - pr) / np.hypot(sn, sr):+.2f} |")
 
 
 if __name__ == "__main__":
@@ -82,3 +124,5 @@ if __name__ == "__main__":
         moments()
     if what in ("outcomes", "all"):
         outcomes()
+    if what in ("heads", "all"):
+        heads_and_mlp()

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import jaxtyping
 import numpy as np
 import pytest
+import sympy as sp
 
 import spheresde
 from proofs_check.layers import beta1, beta2, gamma, two_token
@@ -91,3 +92,22 @@ def test_simulate_pair_keeps_unit_tokens():
                         horizon=1.0, trajectories=8)
     assert out.shape == (8,)
     assert np.all(np.abs(out) <= 1 + 1e-12)
+
+
+@pytest.mark.slow
+def test_reduced_simulation_of_a_derived_sde_matches_the_kolmogorov_law():
+    # The paper's two-token SDE from the engine, simulated in z: 4000 paths at d = 6,
+    # beta = 1.5, T = 5, against the finite-horizon law; |z| < 4 with the binomial se.
+    from proofs_check.engine import canonical
+    from spheresde.experiments._beyond import simulate_rho_sde
+
+    values = {d: 6, beta: 1.5, eps: 1.0, mu: 0.0}
+    sde = two_token("rms")
+    m = sp.lambdify(rho, canonical(sde.drift / (1 - rho**2)).subs(values), "jax")
+    v = sp.lambdify(rho, canonical(sde.variance / (1 - rho**2) ** 2).subs(values), "jax")
+    rho_t = simulate_rho_sde(jax.random.key(5), m, v, d=6, dt=2e-3, horizon=5.0,
+                             trajectories=4000)
+    p = np.mean(rho_t < -0.99)
+    law = float(spheresde.two_token.outcome_probabilities(1.5, 6, horizon=5.0, tol=1e-2)
+                .antipodal)
+    assert abs(p - law) < 4 * np.sqrt(law * (1 - law) / 4000)

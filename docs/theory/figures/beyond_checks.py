@@ -1,6 +1,6 @@
 """Monte Carlo checks of docs/theory/beyond.rst: prints the tables of that page.
 
-Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|all]``
+Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|mlp|all]``
 (CPU, a few minutes). Every derived value comes from :mod:`proofs_check.layers`
 (lambdified from the engine), every simulated one from
 :mod:`spheresde.experiments._beyond` and :func:`spheresde.simulate_network`.
@@ -88,34 +88,44 @@ def _fractions(rho_t, tol):
     return anti, single, max(np.sqrt(anti * (1 - anti) / rho_t.size), 1 / rho_t.size)
 
 
-def heads_and_mlp() -> None:
+def heads_and_mlp(kinds=("rms", "heads", "mlp")) -> None:
     """Two heads across the boundary and the MLP block: network against the derived SDE."""
+    from proofs_check.engine import canonical
     from spheresde.experiments._beyond import simulate_pair, simulate_rho_sde
 
-    layers, trajectories, tol, dt = 20, 2000, 1e-2, 1e-3
-    print(f"network: L = {layers}, {trajectories} trajectories; derived SDE: Euler dt = {dt}, "
-          f"{5 * trajectories} paths; tol = {tol}; z = (network - SDE) / combined se")
-    print("| layer | T | sech^2 sum or gamma | network P(anti) (se) | SDE P(anti) (se) | z |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    cases = [("heads", dict(betas=(b1, b2)), {d: 6, beta1: b1, beta2: b2, eps: 1.0},
-              f"{1 / np.cosh(b1) ** 2 + 1 / np.cosh(b2) ** 2:.3f} (boundary 0.8)", 20.0)
+    trajectories, tol, dt = 2000, 1e-2, 1e-3
+    print(f"network: {trajectories} trajectories; derived SDE in z = artanh(rho): Euler "
+          f"dt = {dt}, {5 * trajectories} paths; tol = {tol}; "
+          "z = (network - SDE) / combined se")
+    print("| layer | L | T | point | network P(anti) (se) | SDE P(anti) (se) | z |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    from spheresde import two_token as tt
+
+    law = float(tt.outcome_probabilities(1.5, 6, horizon=5.0, tol=tol).antipodal)
+    cases = [("rms", dict(betas=(1.5,)), {d: 6, beta: 1.5, eps: 1.0, mu: 0.0},
+              f"one head, beta = 1.5 (Kolmogorov law {law:.4f})", 100, 5.0)]
+    cases += [("heads", dict(betas=(b1, b2)), {d: 6, beta1: b1, beta2: b2, eps: 1.0},
+              f"beta = ({b1}, {b2}): sech^2 sum {1 / np.cosh(b1) ** 2 + 1 / np.cosh(b2) ** 2:.3f}"
+              " (boundary 0.8)", 100, 5.0)
              for b1, b2 in ((0.3, 3.0), (0.5, 1.0), (1.5, 1.5), (1.0, 3.0))]
     cases += [("mlp", dict(betas=(3.0,), gamma=g), {d: 6, beta: 3.0, eps: 1.0, gamma: g},
-               f"beta = 3, gamma = {g}", horizon)
-              for g in (0.1, 0.3) for horizon in (5.0, 20.0)]
+               f"beta = 3, gamma = {g}", layers, horizon)
+              for g in (0.0, 0.1, 0.3) for layers, horizon in ((100, 5.0), (20, 20.0))]
     key = jax.random.PRNGKey(2025)
-    for kind, params, values, label, horizon in cases:
+    for kind, params, values, label, layers, horizon in cases:
+        if kind not in kinds:
+            continue
         sde = two_token(kind)
-        m = sp.lambdify(rho, sde.drift.subs(values), "jax")
-        v = sp.lambdify(rho, sde.variance.subs(values), "jax")
+        m = sp.lambdify(rho, canonical(sde.drift / (1 - rho**2)).subs(values), "jax")
+        v = sp.lambdify(rho, canonical(sde.variance / (1 - rho**2) ** 2).subs(values), "jax")
         key, k1, k2 = jax.random.split(key, 3)
         net = simulate_pair(k1, PairLayer(6, eps=1.0, **params), layers=layers,
                             horizon=horizon, trajectories=trajectories)
         ref = simulate_rho_sde(k2, m, v, d=6, dt=dt, horizon=horizon,
                                trajectories=5 * trajectories)
         (pn, _, sn), (pr, _, sr) = _fractions(net, tol), _fractions(ref, tol)
-        print(f"| {kind} | {horizon:g} | {label} | {pn:.4f} ({sn:.4f}) | {pr:.4f} ({sr:.4f}) "
-              f"| {(pn - pr) / np.hypot(sn, sr):+.2f} |")
+        print(f"| {kind} | {layers} | {horizon:g} | {label} | {pn:.4f} ({sn:.4f}) | "
+              f"{pr:.4f} ({sr:.4f}) | {(pn - pr) / np.hypot(sn, sr):+.2f} |", flush=True)
 
 
 if __name__ == "__main__":
@@ -124,5 +134,6 @@ if __name__ == "__main__":
         moments()
     if what in ("outcomes", "all"):
         outcomes()
-    if what in ("heads", "all"):
-        heads_and_mlp()
+    kinds = {"heads": ("rms", "heads"), "mlp": ("mlp",), "all": ("rms", "heads", "mlp")}
+    if what in kinds:
+        heads_and_mlp(kinds[what])

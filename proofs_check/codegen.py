@@ -82,6 +82,9 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
     from spheresde import SphereSDE
     from spheresde._noise import gram_sqrt
 
+    if limit.normalization == "none":
+        raise ValueError("a layer without normalization has no sphere to live on: derive it "
+                         "with normalization='rms' or 'layer' for a SphereSDE")
     span = limit.span
     gram_symbols = sorted({e for e in span.gram if isinstance(e, sp.Symbol)},
                           key=sp.default_sort_key)

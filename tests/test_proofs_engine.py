@@ -179,3 +179,9 @@ def test_generated_sde_is_solved_on_the_sphere(getkey):
 def test_missing_parameters_are_named():
     with pytest.raises(ValueError, match=r"missing.*epsilon"):
         to_sphere_sde(diffusion_limit(paper_layer(), 2), {beta: 1.0, mu: 0.0}, 3)
+
+
+def test_codegen_needs_a_normalization():
+    V = GaussianMatrix("V", std=eps)
+    with pytest.raises(ValueError, match="no sphere"):
+        to_sphere_sde(diffusion_limit(lambda x: [s * (V @ x[0])], 1, "none"), {eps: 1.0}, 3)

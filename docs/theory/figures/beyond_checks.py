@@ -110,7 +110,7 @@ def heads_and_mlp(kinds=("rms", "heads", "mlp")) -> None:
              for b1, b2 in ((0.3, 3.0), (0.5, 1.0), (1.5, 1.5), (1.0, 3.0))]
     cases += [("mlp", dict(betas=(3.0,), gamma=g), {d: 6, beta: 3.0, eps: 1.0, gamma: g},
                f"beta = 3, gamma = {g}", layers, horizon)
-              for g in (0.0, 0.1, 0.3) for layers, horizon in ((100, 5.0), (20, 20.0))]
+              for g in (0.0, 0.1, 0.3) for layers, horizon in ((100, 5.0), (20, 20.0), (20, 40.0))]
     key = jax.random.PRNGKey(2025)
     for kind, params, values, label, layers, horizon in cases:
         if kind not in kinds:

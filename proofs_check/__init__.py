@@ -13,6 +13,10 @@ Modules, one per derivation:
 - :mod:`proofs_check.report`: the report of ``python -m proofs_check``; each check returns
   residuals (derived - stated) and the verdict is computed from them.
 - :mod:`proofs_check.export`: NumPy / JAX callables lambdified from the derivations.
+- :mod:`proofs_check.engine`: the diffusion limit of any residual layer (random matrices
+  of a declared law, normalization RMS / LayerNorm / none); :mod:`proofs_check.codegen`
+  turns it into a ``spheresde.SphereSDE``; :mod:`proofs_check.layers`: LayerNorm, several
+  heads and a ReLU MLP block derived with it.
 
 Importing the package does not import SymPy; derivations run on demand and are cached.
 """

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from . import layers
+
 PASS, FAIL, MISMATCH = "PASS", "FAIL", "MISMATCH"
 
 #: Characters of a residual printed on a FAIL row before it is truncated.
@@ -665,6 +667,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_feller,
     check_proposition1,
     check_formations,
+    *layers.CHECKS,
 )
 
 

@@ -89,6 +89,8 @@ class SpanVector:
         return sp.expand((self.coeffs.T * self.space.gram * other.coeffs)[0, 0])
 
     def __add__(self, other: SpanVector) -> SpanVector:
+        if not isinstance(other, SpanVector):  # e.g. a random vector of proofs_check.engine
+            return NotImplemented
         return SpanVector(self.space, self.coeffs + other.coeffs)
 
     def __sub__(self, other: SpanVector) -> SpanVector:

@@ -40,15 +40,28 @@ class NetworkResult(NamedTuple):
     gram: Float[Array, "trajectories saves n n"] | None
 
 
-def layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius):
+Norm = Literal["rms", "layer"]
+
+
+def normalize(y, norm: Norm = "rms"):
+    r"""Token-wise normalization onto the unit sphere: ``"rms"`` :math:`y/|y|`;
+    ``"layer"`` (LayerNorm at unit scale) :math:`Py/|Py|`, :math:`P = I - \mathbf 1
+    \mathbf 1^\top/d` (centring first: the tokens live on the unit sphere of the
+    hyperplane orthogonal to :math:`(1, \dots, 1)`)."""
+    return retract(y - jnp.mean(y, axis=-1, keepdims=True) if norm == "layer" else y)
+
+
+def layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius,
+          norm: Norm = "rms"):
     """One Transformer layer for one trajectory: residual update, then normalization.
 
     ``z`` is the layer's standard noise (``noise_shape(noise, d, n)``), ``beta_eff`` the
-    inverse temperature of the logits at this radius.
+    inverse temperature of the logits at this radius, ``norm`` the normalization
+    (:func:`normalize`).
     """
     w = attention_weights(x, beta_eff, Q, K)
     y = x + drift_step * small_matmul(w, x) + noise_step * noise_on_attention(x, w, z, noise)
-    return radius * retract(y)
+    return radius * normalize(y, norm)
 
 
 def network_depth(horizon: RealScalar, layers: int) -> int:
@@ -83,6 +96,7 @@ def simulate_network(
     radius: Literal["unit", "sqrt_d"] = "unit",
     save_every: int | None = None,
     noise: Noise | None = None,
+    norm: Norm = "rms",
 ) -> NetworkResult:
     r"""Run the discrete deep network: ``round(horizon * layers)`` layers (:func:`network_depth`),
     many trajectories.
@@ -122,6 +136,11 @@ def simulate_network(
         ``"span"`` draws only :math:`V X^\top` (``d x n`` normals, exact in law: the span
         trick of :doc:`/theory/limit_sde`); ``"full"`` draws all of :math:`V`
         (``d x d``). Default: ``"span"`` when ``n < d``.
+    norm
+        ``"rms"`` (the paper's: :math:`Y/|Y|`) or ``"layer"`` (LayerNorm: centre, then
+        normalize; the start ``tokens0`` is centred and normalized first, and the tokens
+        stay on the sphere of dimension :math:`d-2` orthogonal to :math:`(1,\dots,1)`;
+        :doc:`/theory/beyond`).
 
     Returns
     -------
@@ -132,6 +151,10 @@ def simulate_network(
     n, d = tokens0.shape[-2:]
     noise = ("span" if n < d else "full") if noise is None else noise
     noise_shape(noise, d, n)
+    if norm not in ("rms", "layer"):
+        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
+    if norm == "layer":
+        tokens0 = {"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius] * normalize(tokens0, norm)
     steps = network_depth(horizon, layers)
     if save_every is not None and steps % save_every:
         raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")
@@ -140,17 +163,18 @@ def simulate_network(
         key, jnp.broadcast_to(tokens0, (trajectories, n, d)), jnp.asarray(beta, tokens0.dtype),
         Q, K, steps=steps, layers=layers, drift_step=drift_step, noise_step=noise_step,
         noise=noise, radius={"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius],
-        save_every=save_every,
+        save_every=save_every, norm=norm,
     )
 
 
 @eqx.filter_jit
 def _run_network(key, x0, beta, Q, K, *, steps, layers, drift_step, noise_step, noise, radius,
-                 save_every):
+                 save_every, norm):
     trajectories, n, d = x0.shape
     z_shape = noise_shape(noise, d, n)
     one_layer = jax.vmap(
-        lambda x, z: layer(x, z, beta / radius**2, Q, K, drift_step, noise_step, noise, radius)
+        lambda x, z: layer(x, z, beta / radius**2, Q, K, drift_step, noise_step, noise, radius,
+                           norm)
     )
 
     def one(x, k):
@@ -173,4 +197,4 @@ def _run_network(key, x0, beta, Q, K, *, steps, layers, drift_step, noise_step, 
     return NetworkResult(x, times, jnp.swapaxes(gram, 0, 1))
 
 
-__all__ = ["NetworkResult", "layer", "simulate_network"]
+__all__ = ["NetworkResult", "Norm", "layer", "normalize", "simulate_network"]

@@ -44,6 +44,12 @@ def _finite_horizon_betas(spec: PhaseSpec) -> str | None:
         return (f"--betas {max(spec.betas):g}: a Monte Carlo method's finite-horizon law "
                 f"overflows float64 beyond beta = {FINITE_HORIZON_BETA_MAX:g}; use smaller "
                 "betas, or --method exact (no limit)")
+
+
+def _layer_norm_methods(spec) -> str | None:
+    if spec.norm == "layer" and spec.method == "particles":
+        return ("--norm layer needs --method exact, reduced or discrete (the particle SDE is "
+                "the RMS one)")
     return None
 
 
@@ -58,7 +64,7 @@ class PhaseSpec(ExperimentSpec):
     command: ClassVar[str] = "phase"
     summary: ClassVar[str] = "Figure 3: two-token antipodal probability against beta"
     unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
-    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas)
+    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods)
 
     dims: tuple[int, ...] = param((4, 5, 6, 7, 8, 9, 10), "token dimensions d, e.g. 4,5,6",
                                   check=at_least(2))
@@ -74,6 +80,9 @@ class PhaseSpec(ExperimentSpec):
         "reduced", "exact: scale-function quadrature (t -> infinity); reduced: Monte Carlo of "
         "the 1-D SDE of rho; particles: the SDE on the sphere; discrete: the L-layer network")
     seed: int = param(0, **SEED)
+    norm: Literal["rms", "layer"] = param(
+        "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
+        "normalize; exact and reduced use the derived law, the RMS one at d - 1)")
 
     def points(self) -> list[dict[str, Any]]:
         """The grid, dimension-major: ``{"d": d, "beta": beta}``."""
@@ -109,27 +118,29 @@ def _chunk(spec: PhaseSpec, point: dict, k: int, size: int) -> dict:
     return simulate_counts(
         spec.method, jax.random.PRNGKey(chunk_seed(spec.seed, point, k)), tokens=2,
         beta=point["beta"], d=point["d"], weights=PureNoise(spec.sigma), trajectories=size,
-        layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb)
+        layers=spec.layers, horizon=spec.horizon, tol=spec.tol, absorb=spec.absorb,
+        norm=spec.norm)
 
 
 def _finish(spec: PhaseSpec, point: dict, counts: list[dict]) -> PhaseRow:
     from .. import two_token
     from .._outcomes import fractions_from_counts
-    from ._simulate import add_counts, exact_two_tokens
+    from ._simulate import add_counts, exact_two_tokens, two_token_dimension
 
     d, beta = point["d"], point["beta"]
-    exact = exact_two_tokens(beta, d, sigma=spec.sigma)
+    law_d = two_token_dimension(d, spec.norm)  # the two-token law of this normalization
+    exact = exact_two_tokens(beta, law_d, sigma=spec.sigma)
     if spec.method == "exact":
         fractions = finite = exact
     else:
         fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
-        finite = two_token.outcome_probabilities(beta, d, horizon=spec.horizon, tol=spec.tol,
-                                                 sigma=spec.sigma)
+        finite = two_token.outcome_probabilities(beta, law_d, horizon=spec.horizon,
+                                                 tol=spec.tol, sigma=spec.sigma)
     return PhaseRow(
         d=d, beta=beta, p_antipodal=float(fractions.antipodal), p_single=float(fractions.single),
         p_undecided=float(fractions.undecided), stderr=float(fractions.antipodal_se),
         p_exact=float(exact.antipodal), p_finite=float(finite.antipodal),
-        beta_c=float(two_token.critical_beta(d)) if d >= 3 else 0.0,
+        beta_c=float(two_token.critical_beta(law_d)) if law_d >= 3 else 0.0,
         trajectories=fractions.count or 0,
     )
 
@@ -149,6 +160,7 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     run's own T and tol (solid), the t -> inf curves (dotted) and dashed beta_c(d)."""
     from .. import two_token
     from ._plotting import colors, save, subplots
+    from ._simulate import two_token_dimension
 
     dims = sorted({r.d for r in rows})
     betas = sorted({r.beta for r in rows})
@@ -160,18 +172,19 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     fig, ax = subplots(figsize=(7.5, 4.8))
     top = 0.0
     for d, color in zip(dims, palette, strict=True):
-        curve = two_token.antipodal_probability(fine, d, sigma=sigma)
+        law_d = two_token_dimension(d, spec.norm)
+        curve = two_token.antipodal_probability(fine, law_d, sigma=sigma)
         if method == "exact":
             ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
         else:
-            finite = two_token.outcome_probabilities(coarse, d, horizon=spec.horizon,
+            finite = two_token.outcome_probabilities(coarse, law_d, horizon=spec.horizon,
                                                      tol=spec.tol, sigma=sigma).antipodal
             ax.plot(coarse, finite, color=color, lw=1.6, label=f"d={d}")
             ax.plot(fine, curve, color=color, lw=1, ls=":")
             top = max(top, float(np.max(finite)))
         top = max(top, float(np.max(curve)))
-        if d >= 3:
-            ax.axvline(float(two_token.critical_beta(d)), color=color, ls="--", lw=1)
+        if law_d >= 3:
+            ax.axvline(float(two_token.critical_beta(law_d)), color=color, ls="--", lw=1)
         if method != "exact":
             mine = [r for r in rows if r.d == d]
             x = np.array([r.beta for r in mine])
@@ -189,7 +202,8 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
         f"{method} Monte Carlo, {spec.trajectories} trajectories, L={spec.layers}, "
         f"T={spec.horizon:g}\n(points +-2 s.e., shaded: undecided; solid: limit SDE at "
         f"T={spec.horizon:g}, tol={spec.tol:g}; dotted: t -> inf)")
-    ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: "
-                 r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$", fontsize=9)
+    threshold = (r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$" if spec.norm == "rms" else
+                 r"LayerNorm: $\beta_c(d-1)=\frac{1}{2}\cosh^{-1}(d-3)$")
+    ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: {threshold}", fontsize=9)
     ax.legend(fontsize=8, ncol=2)
     return save(fig, path)

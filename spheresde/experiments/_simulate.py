@@ -36,7 +36,24 @@ from .._weights import AbstractWeights, ConstantWeights
 
 
 @functools.cache
-def _compiled(method: str):
+def two_token_dimension(d: int, norm: str = "rms") -> int:
+    """The ``d`` of the paper's (RMS) two-token law that describes ``norm`` at ``d``:
+    ``d`` itself, or LayerNorm's ``d - 1`` as derived by
+    :func:`proofs_check.layers.layernorm_rms_dimension` (lambdified, not retyped)."""
+    if norm == "rms":
+        return d
+    if norm != "layer":
+        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
+    import sympy as sp
+
+    from proofs_check.layers import layernorm_rms_dimension
+    from proofs_check.symbols import d as d_symbol
+
+    return int(sp.lambdify(d_symbol, layernorm_rms_dimension())(d))
+
+
+@functools.cache
+def _compiled(method: str, norm: str = "rms"):
     """``(key, tokens0, beta, weights, layers, horizon) -> final tokens``, jitted once.
 
     ``beta`` is traced, so a sweep over inverse temperatures compiles once per shape and weight
@@ -50,7 +67,8 @@ def _compiled(method: str):
         trajectories, n, d = tokens0.shape
         if method == "discrete":
             return simulate_network(key, tokens0, beta, weights, layers=layers,
-                                    horizon=horizon, trajectories=trajectories).tokens
+                                    horizon=horizon, trajectories=trajectories,
+                                    norm=norm).tokens
         # span noise (d x n normals) is exact in law for the Ito Euler-type default solver
         sde = transformer_sde(beta, weights, d=d, noise="span" if n < d else "full", n=n)
         return solve_batch(sde, tokens0, 0.0, horizon, 1.0 / layers, key=key).ys[:, -1]
@@ -59,16 +77,18 @@ def _compiled(method: str):
 
 
 def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
-                  weights: AbstractWeights, trajectories: int, layers: int, horizon: float):
-    """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts."""
+                  weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
+                  norm: str = "rms"):
+    """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts
+    (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized)."""
     import jax
 
     from .. import sample_uniform
 
     start_key, path_key = jax.random.split(key)
     tokens0 = sample_uniform(start_key, (trajectories, tokens), d)
-    return _compiled(method)(path_key, tokens0, beta, weights=weights, layers=layers,
-                             horizon=horizon)
+    return _compiled(method, norm)(path_key, tokens0, beta, weights=weights, layers=layers,
+                                   horizon=horizon)
 
 
 def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0,
@@ -85,19 +105,19 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 
 def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                    tol: float) -> tuple[np.ndarray, np.ndarray]:
+                    tol: float, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d, weights=weights,
-                          trajectories=trajectories, layers=layers, horizon=horizon)
+                          trajectories=trajectories, layers=layers, horizon=horizon, norm=norm)
     codes = np.asarray(classify(final, tol))
     return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
 
 def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                    tol: float, absorb: float) -> dict:
+                    tol: float, absorb: float, norm: str = "rms") -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
@@ -106,18 +126,27 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
     other case (more tokens: the conservative criterion, never absorb; the particle
     SDE; :class:`~spheresde.ConstantWeights`, which have no noise) runs the full horizon.
+
+    ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
+    layer, no absorption), ``reduced`` the derived two-token SDE, which is the RMS one at
+    :func:`two_token_dimension`; ``particles`` is refused.
     """
     from .._absorption import absorbing_network, absorbing_rho
 
     steps = network_depth(horizon, layers)
     constant = isinstance(weights, ConstantWeights)
+    if norm == "layer" and method == "particles":
+        raise ValueError("norm='layer' needs method 'reduced' or 'discrete' (the particle SDE "
+                         "is the RMS one)")
+    if norm == "layer" and method == "reduced":
+        d = two_token_dimension(d, norm)
     if method == "reduced" and not constant:
         mu, eps = weights.limit()
         codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
                                     trajectories=trajectories, dt=1.0 / layers,
                                     horizon=horizon, tol=tol, bound=absorb)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
-    elif method == "discrete" and tokens == 2:
+    elif method == "discrete" and tokens == 2 and norm == "rms":
         codes, work = absorbing_network(key, beta=beta, d=d, weights=weights,
                                         trajectories=trajectories, layers=layers,
                                         horizon=horizon, tol=tol, bound=absorb)
@@ -125,7 +154,7 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,
-                                          layers=layers, horizon=horizon, tol=tol)
+                                          layers=layers, horizon=horizon, tol=tol, norm=norm)
         work = trajectories * steps
     return {
         "outcomes": [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)],

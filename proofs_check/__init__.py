@@ -14,7 +14,7 @@ Modules, one per derivation:
   residuals (derived - stated) and the verdict is computed from them.
 - :mod:`proofs_check.export`: NumPy / JAX callables lambdified from the derivations.
 - :mod:`proofs_check.engine`: the diffusion limit of any residual layer (random matrices
-  of a declared law, normalization RMS / LayerNorm / none); :mod:`proofs_check.codegen`
+  of a declared law, normalization RMS / LayerNorm / none); :func:`spheresde.to_sphere_sde`
   turns it into a ``spheresde.SphereSDE``; :mod:`proofs_check.layers`: LayerNorm, several
   heads and a ReLU MLP block derived with it.
 

@@ -30,7 +30,7 @@ Normalizations: ``"rms"`` (:math:`N(y) = y/|y|`, the unit sphere), ``"layer"``
 
 :func:`rho_sde` reduces a two-token layer to the SDE of :math:`\rho = \langle X_1,
 X_2\rangle`; :func:`lyapunov_at` linearizes it at :math:`\rho = \pm1`.
-:func:`proofs_check.codegen.to_sphere_sde` turns a limit into a
+:func:`spheresde.to_sphere_sde` turns a limit into a
 :class:`spheresde.SphereSDE` (lambdified, nothing retyped).
 
 Examples
@@ -586,3 +586,29 @@ __all__ = [
     "token_span",
     "value_at",
 ]
+
+
+def is_zero(residual) -> bool:
+    """Whether a residual is exactly zero, as given (no simplification here).
+
+    Parameters
+    ----------
+    residual : sympy.Expr, sympy.MatrixBase, number, list, tuple or dict
+        Lists, tuples and dicts (their values) are zero when every element is.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_zero([0, sp.zeros(2, 2), {"a": sp.Integer(0)}]), is_zero(sp.Matrix([0, 1]))
+    (True, False)
+    """
+    if isinstance(residual, dict):
+        return all(is_zero(v) for v in residual.values())
+    if isinstance(residual, (list, tuple)):
+        return all(is_zero(v) for v in residual)
+    if isinstance(residual, sp.MatrixBase):
+        return all(e == 0 for e in residual)
+    return sp.sympify(residual) == 0

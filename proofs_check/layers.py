@@ -26,6 +26,7 @@ from .engine import (
     ReLUMLP,
     TwoTokenSDE,
     canonical,
+    is_zero,
     lyapunov_at,
     rho_sde,
     softmax,
@@ -171,8 +172,6 @@ def layernorm_rms_dimension() -> sp.Expr:
     >>> layernorm_rms_dimension()
     d - 1
     """
-    from .report import is_zero
-
     residuals = layernorm_residuals()
     if not is_zero(residuals):
         raise AssertionError(f"LayerNorm's rho-SDE is not the RMS one at d - 1: {residuals}")
@@ -228,80 +227,7 @@ def mlp_residuals() -> dict:
     }
 
 
-def _row(claim, stated, derived, residuals, note):
-    from .report import Check
-
-    return Check.from_residuals(claim, stated, derived, residuals, note)
-
-
-def check_engine() -> list:
-    """Report rows: the paper's layer re-derived by :func:`proofs_check.engine.diffusion_limit`."""
-    import time
-
-    rows = []
-    for claim, stated, derived, residuals, note in (
-        ("Engine: Theorem 1 re-derived (paper's layer through diffusion_limit)",
-         "engine(paper's layer) = derive_limit_span = stated closed form",
-         "drift -(d-1)/2 eps^2 |A_i|^2 X_i + mu P_i A_i, covariance eps^2 <A_i,A_j> P_i P_j",
-         engine_theorem1_residuals,
-         "diffusion_limit(lambda x: [s * (V @ a) for a in A], n), V = GaussianMatrix(std=eps, "
-         "mean=mu*s), generic attention weights, n = 1, 2, 3, d symbolic; |X_i|^2 constant"),
-        ("Engine: two-token SDE and Lyapunov exponents of the paper's layer",
-         "rho_sde(paper_layer) = derive_rho_sde; lyapunov_at = lyapunov_exponent",
-         "same drift, variance, lambda_+, lambda_- (in rho, exp(beta rho) kept)",
-         engine_rho_residuals,
-         "Ito's lemma on the engine's limit; lambda by direct differentiation in rho"),
-    ):
-        t0 = time.perf_counter()
-        row = _row(claim, stated, derived, residuals(), note)
-        rows.append(type(row)(**{**row.__dict__, "seconds": time.perf_counter() - t0}))
-    return rows
-
-
-def check_layernorm():
-    """Report row: LayerNorm's limit and threshold."""
-    sde = two_token("layer")
-    lam = lyapunov_at(sde, -1)
-    beta_c, _ = critical_beta_of(lam)
-    return _row("LayerNorm: two-token SDE and beta_c^LN(d)",
-                "beta_c^LN(d) = beta_c(d-1) = 1/2 arccosh(d-3) (issue's guess)",
-                f"rho-SDE(d) = RMS rho-SDE(d-1) exactly; lambda_-^LN root beta_c = {beta_c}",
-                layernorm_residuals(),
-                "normalization='layer': N(y) = Py/|Py|, P = I - 11^T/d; tokens on the sphere "
-                "of 1^perp; the derived root satisfies cosh(2 beta_c) = d - 3")
-
-
-def check_heads():
-    """Report row: two heads."""
-    return _row("Two heads: rho-SDE, time rescaling, phase boundary",
-                "boundary sech^2 beta_1 + sech^2 beta_2 = 4/(d-1)",
-                "drift and variance add over heads; beta_1 = beta_2: one head at 2 eps^2 "
-                "(time x 2, same outcomes, same beta_c); lambda_- = eps^2((d-1)(sech^2 "
-                "beta_1 + sech^2 beta_2) - 4)",
-                heads_residuals(),
-                "heads_layer([beta_1, beta_2]): independent V_1, V_2 shared by the tokens")
-
-
-def check_mlp():
-    """Report row: the residual MLP block."""
-    return _row("MLP block: rho-SDE; rho = -1 is no longer an equilibrium",
-                "arc-cosine covariance gamma^2 kappa(rho) I; does the transition survive?",
-                "m += gamma^2(-(d-1) rho/2 + kappa (d-2+rho^2)), s^2 += 2 gamma^2 (1-rho^2)"
-                "(1/2 - rho kappa); m(-1) = (d-1) gamma^2/2 > 0: near -1 a squared Bessel "
-                "process of dimension d-1 (entrance, never reached for d >= 3): "
-                "P(antipodal) = 0 for every beta when gamma > 0; lambda_+ = -(d-1) eps^2 - "
-                "gamma^2",
-                mlp_residuals(),
-                "kappa derived by Gaussian integration (relu_kernel); limits at rho = +-1 in "
-                "rho = +-cos(theta)")
-
-
-#: The report rows of this module, in order (appended to proofs_check.report.CHECKS).
-CHECKS = (check_engine, check_layernorm, check_heads, check_mlp)
-
-
-__all__ = ["CHECKS", "beta1", "beta2", "check_engine", "check_heads", "check_layernorm",
-           "check_mlp", "critical_beta_of", "engine_rho_residuals",
+__all__ = ["beta1", "beta2", "critical_beta_of", "engine_rho_residuals",
            "engine_theorem1_residuals", "gamma", "heads_layer", "heads_residuals",
            "layernorm_residuals", "layernorm_rms_dimension", "mlp_layer", "mlp_residuals",
            "paper_layer", "two_token"]

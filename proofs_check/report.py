@@ -34,37 +34,12 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from . import layers
+from .engine import is_zero
 
 PASS, FAIL, MISMATCH = "PASS", "FAIL", "MISMATCH"
 
 #: Characters of a residual printed on a FAIL row before it is truncated.
 MAX_RESIDUAL_CHARS = 600
-
-
-def is_zero(residual) -> bool:
-    """Whether a residual is exactly zero, as given (no simplification here).
-
-    Parameters
-    ----------
-    residual : sympy.Expr, sympy.MatrixBase, number, list, tuple or dict
-        Lists, tuples and dicts (their values) are zero when every element is.
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> is_zero([0, sp.zeros(2, 2), {"a": sp.Integer(0)}]), is_zero(sp.Matrix([0, 1]))
-    (True, False)
-    """
-    if isinstance(residual, dict):
-        return all(is_zero(v) for v in residual.values())
-    if isinstance(residual, (list, tuple)):
-        return all(is_zero(v) for v in residual)
-    if isinstance(residual, sp.MatrixBase):
-        return all(e == 0 for e in residual)
-    return sp.sympify(residual) == 0
 
 
 def verdict(residuals: dict, nonzero: dict | None = None, paper: dict | None = None,
@@ -653,6 +628,69 @@ def check_formations() -> Check:
     )
 
 
+# Beyond the paper: the diffusion-limit engine (proofs_check.layers)
+
+
+def check_engine() -> list:
+    """Report rows: the paper's layer re-derived by :func:`proofs_check.engine.diffusion_limit`."""
+    rows = []
+    for claim, stated, derived, residuals, note in (
+        ("Engine: Theorem 1 re-derived (paper's layer through diffusion_limit)",
+         "engine(paper's layer) = derive_limit_span = stated closed form",
+         "drift -(d-1)/2 eps^2 |A_i|^2 X_i + mu P_i A_i, covariance eps^2 <A_i,A_j> P_i P_j",
+         layers.engine_theorem1_residuals,
+         "diffusion_limit(lambda x: [s * (V @ a) for a in A], n), V = GaussianMatrix(std=eps, "
+         "mean=mu*s), generic attention weights, n = 1, 2, 3, d symbolic; |X_i|^2 constant"),
+        ("Engine: two-token SDE and Lyapunov exponents of the paper's layer",
+         "rho_sde(paper_layer) = derive_rho_sde; lyapunov_at = lyapunov_exponent",
+         "same drift, variance, lambda_+, lambda_- (in rho, exp(beta rho) kept)",
+         layers.engine_rho_residuals,
+         "Ito's lemma on the engine's limit; lambda by direct differentiation in rho"),
+    ):
+        t0 = time.perf_counter()
+        row = Check.from_residuals(claim, stated, derived, residuals(), note)
+        rows.append(type(row)(**{**row.__dict__, "seconds": time.perf_counter() - t0}))
+    return rows
+
+
+def check_layernorm():
+    """Report row: LayerNorm's limit and threshold."""
+    sde = layers.two_token("layer")
+    lam = layers.lyapunov_at(sde, -1)
+    beta_c, _ = layers.critical_beta_of(lam)
+    return Check.from_residuals("LayerNorm: two-token SDE and beta_c^LN(d)",
+                "beta_c^LN(d) = beta_c(d-1) = 1/2 arccosh(d-3) (issue's guess)",
+                f"rho-SDE(d) = RMS rho-SDE(d-1) exactly; lambda_-^LN root beta_c = {beta_c}",
+                layers.layernorm_residuals(),
+                "normalization='layer': N(y) = Py/|Py|, P = I - 11^T/d; tokens on the sphere "
+                "of 1^perp; the derived root satisfies cosh(2 beta_c) = d - 3")
+
+
+def check_heads():
+    """Report row: two heads."""
+    return Check.from_residuals("Two heads: rho-SDE, time rescaling, phase boundary",
+                "boundary sech^2 beta_1 + sech^2 beta_2 = 4/(d-1)",
+                "drift and variance add over heads; beta_1 = beta_2: one head at 2 eps^2 "
+                "(time x 2, same outcomes, same beta_c); lambda_- = eps^2((d-1)(sech^2 "
+                "beta_1 + sech^2 beta_2) - 4)",
+                layers.heads_residuals(),
+                "heads_layer([beta_1, beta_2]): independent V_1, V_2 shared by the tokens")
+
+
+def check_mlp():
+    """Report row: the residual MLP block."""
+    return Check.from_residuals("MLP block: rho-SDE; rho = -1 is no longer an equilibrium",
+                "arc-cosine covariance gamma^2 kappa(rho) I; does the transition survive?",
+                "m += gamma^2(-(d-1) rho/2 + kappa (d-2+rho^2)), s^2 += 2 gamma^2 (1-rho^2)"
+                "(1/2 - rho kappa); m(-1) = (d-1) gamma^2/2 > 0: near -1 a squared Bessel "
+                "process of dimension d-1 (entrance, never reached for d >= 3): "
+                "P(antipodal) = 0 for every beta when gamma > 0; lambda_+ = -(d-1) eps^2 - "
+                "gamma^2",
+                layers.mlp_residuals(),
+                "kappa derived by Gaussian integration (relu_kernel); limits at rho = +-1 in "
+                "rho = +-cos(theta)")
+
+
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_theorem1_drift,
     check_theorem1_diffusion,
@@ -667,7 +705,10 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_feller,
     check_proposition1,
     check_formations,
-    *layers.CHECKS,
+    check_engine,
+    check_layernorm,
+    check_heads,
+    check_mlp,
 )
 
 

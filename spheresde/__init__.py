@@ -14,6 +14,7 @@ from ._classifier import classifier_optimizer as classifier_optimizer
 from ._classifier import evaluate_classifier as evaluate_classifier
 from ._classifier import init_values as init_values
 from ._classifier import train_epoch as train_epoch
+from ._codegen import to_sphere_sde as to_sphere_sde
 from ._datasets import DatasetError as DatasetError
 from ._datasets import ImageData as ImageData
 from ._datasets import load_cifar10 as load_cifar10

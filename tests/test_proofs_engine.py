@@ -7,7 +7,6 @@ import pytest
 import sympy as sp
 
 import spheresde
-from proofs_check.codegen import to_sphere_sde
 from proofs_check.engine import (
     GaussianMatrix,
     ReLUMLP,
@@ -22,6 +21,7 @@ from proofs_check.engine import (
 from proofs_check.layers import gamma, mlp_layer, paper_layer
 from proofs_check.limit import derive_limit_span, generic_span
 from proofs_check.symbols import beta, d, eps, mu, rho, s
+from spheresde import to_sphere_sde
 
 
 @pytest.mark.parametrize("n", [1, 2])

@@ -92,7 +92,7 @@ def test_hybrid_drift_tangent_part(getkey):
 
 def test_span_noise_refused_by_stratonovich_solver(getkey):
     sde = transformer_sde(1.0, d=4, noise="span", n=2)
-    with pytest.raises(ValueError, match="ito"):
+    with pytest.raises(ValueError, match="the SDE is written in Ito form"):
         solve(sde, _tokens(getkey(), 2, 4), 0.0, 0.1, 0.01, key=getkey(), solver=GeodesicHeun())
 
 

@@ -82,7 +82,7 @@ class PhaseSpec(ExperimentSpec):
     seed: int = param(0, **SEED)
     norm: Literal["rms", "layer"] = param(
         "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
-        "normalize; exact and reduced use the derived law, the RMS one at d - 1)")
+        "normalize; exact and reduced use the derived law, the RMS one at d - 1)", added=True)
 
     def points(self) -> list[dict[str, Any]]:
         """The grid, dimension-major: ``{"d": d, "beta": beta}``."""

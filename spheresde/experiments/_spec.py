@@ -55,14 +55,18 @@ def between(low: float | int, high: float | int) -> Check:
 
 
 def param(default: Any, help: str, *, check: Check | None = None,
-          metavar: str | None = None) -> Any:
+          metavar: str | None = None, added: bool = False) -> Any:
     """A spec field: its default, its help text and its validity check.
 
     ``help`` is the sentence shown by ``spheresde COMMAND --help`` (the default is
     appended there); ``check`` applies to the value, or to each element of a tuple field.
+    ``added``: a parameter added after sweeps were stored; at its default it is left out
+    of the resume identity, the CSV columns and the command line, so that those sweeps,
+    which ran with that default, still resume.
     """
     return dataclasses.field(default=default,
-                             metadata={"help": help, "check": check, "metavar": metavar})
+                             metadata={"help": help, "check": check, "metavar": metavar,
+                                       "added": added})
 
 
 # The parameters several experiments share: keyword arguments of :func:`param`, so that
@@ -222,6 +226,7 @@ class SpecField:
     help: str
     check: Check | None
     metavar: str | None
+    added: bool = False
 
     @property
     def flag(self) -> str:
@@ -266,13 +271,14 @@ class ExperimentSpec:
         hints = typing.get_type_hints(cls)
         return tuple(
             SpecField(f.name, field_kind(hints[f.name]), f.default, f.metadata["help"],
-                      f.metadata["check"], f.metadata["metavar"])
+                      f.metadata["check"], f.metadata["metavar"], f.metadata["added"])
             for f in dataclasses.fields(cls)
         )
 
     def _used(self) -> list[SpecField]:
         skip = self.unused.get(getattr(self, "method", None), ())
-        return [f for f in self.spec_fields() if f.name not in skip]
+        return [f for f in self.spec_fields() if f.name not in skip
+                and not (f.added and getattr(self, f.name) == f.default)]
 
     def params(self) -> dict[str, Any]:
         """The parameters that determine the results, JSON-ready (tuples as lists).

@@ -1,5 +1,7 @@
 r"""Code generation: a derived :class:`~proofs_check.engine.DiffusionLimit` as a SphereSDE.
 
+It lives in the numerics, which import :mod:`proofs_check`, never the other way round.
+
 Everything numerical is :func:`sympy.lambdify` (JAX backend) of what the engine derived:
 
 - the drift :math:`b_i = \sum_k c_{ik}(G) B_k`, with :math:`B` the span's basis (the
@@ -21,10 +23,14 @@ The Brownian increments of all sources are the slices of one flat vector (the
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import sympy as sp
 
-from .engine import DiffusionLimit, GaussianMatrix, ReLUMLP
-from .symbols import d as d_symbol
+from proofs_check.engine import DiffusionLimit, GaussianMatrix, ReLUMLP
+from proofs_check.symbols import d as d_symbol
+
+from ._noise import gram_sqrt
+from ._sde import SphereSDE
 
 
 def _layout(limit: DiffusionLimit, dim: int):
@@ -77,11 +83,6 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
     >>> sde.noise_shape
     (9,)
     """
-    import jax.numpy as jnp
-
-    from spheresde import SphereSDE
-    from spheresde._noise import gram_sqrt
-
     if limit.normalization == "none":
         raise ValueError("a layer without normalization has no sphere to live on: derive it "
                          "with normalization='rms' or 'layer' for a SphereSDE")

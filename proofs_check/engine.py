@@ -461,10 +461,8 @@ def rho_sde(layer, normalization: Normalization = "rms") -> TwoTokenSDE:
 
 
 def canonical(expr: sp.Expr) -> sp.Expr:
-    r"""``expr`` as one cancelled fraction in its exponentials, :math:`rccos
-ho` and
-    :math:`\sqrt{1-
-ho^2}`: each ``exp(c_1 m_1 + c_2 m_2 + ...)`` (monomials
+    r"""``expr`` as one cancelled fraction in its exponentials, :math:`\arccos\rho` and
+    :math:`\sqrt{1-\rho^2}`: each ``exp(c_1 m_1 + c_2 m_2 + ...)`` (monomials
     :math:`m_k`, rational :math:`c_k`) is written :math:`\prod_k E_{m_k}^{c_k}` with one
     symbol per monomial, the other transcendental atoms are symbols, and the rational
     function is cancelled (far cheaper than :func:`sympy.simplify`). A result 0 proves

@@ -65,8 +65,8 @@ def test_constant_ties_v_across_layers_and_identity_does_not(getkey):
     assert not bool(untied.tied)
     # same network at initialization: only the tying differs
     assert jnp.allclose(jax.vmap(tied)(patches), jax.vmap(untied)(patches), atol=1e-12)
-    g_tied = jax.grad(classifier_loss)(tied, patches, labels).values
-    g_untied = jax.grad(classifier_loss)(untied, patches, labels).values
+    g_tied = eqx.filter_grad(classifier_loss)(tied, patches, labels).values
+    g_untied = eqx.filter_grad(classifier_loss)(untied, patches, labels).values
     # one shared matrix receives the sum of the per-layer gradients
     assert jnp.allclose(g_tied[0], g_untied.sum(axis=0), atol=1e-12)
     assert not jnp.any(g_tied[1:])  # the unused copies get no gradient
@@ -91,7 +91,8 @@ def test_random_draws_independent_layers_with_entry_variance_sigma2_over_d(getke
 def test_gradients_are_finite_at_depth_64(getkey):
     patches, labels = jax.random.normal(getkey(), (3, 5, 4)), jnp.array([0, 2, 1])
     for weights in ("constant", "random"):
-        grads = jax.grad(classifier_loss)(model(getkey(), weights, layers=64), patches, labels)
+        grads = eqx.filter_grad(classifier_loss)(model(getkey(), weights, layers=64), patches,
+                                                 labels)
         leaves = jax.tree_util.tree_leaves(eqx.filter(grads, eqx.is_inexact_array))
         assert all(bool(jnp.all(jnp.isfinite(g))) for g in leaves), weights
         assert float(jnp.abs(grads.values).max()) > 0, weights  # V does get trained
@@ -204,7 +205,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
     assert not (tmp_path / "train.csv").exists()
 
 
-TINY = {"seeds": 2, "epochs": 2, "layers": 2, "dim": 4, "patch": 4, "batch": 256,
+TINY = {"seeds": 2, "epochs": 2, "layers": (2,), "dim": 4, "patch": 4, "batch": 256,
         "weights": ("constant", "random")}
 
 

@@ -175,11 +175,30 @@ def read_idx(path: str | Path, ndim: int) -> np.ndarray:
     return np.frombuffer(raw, np.uint8, offset=header).reshape(shape)
 
 
-def _idx_file(folder: Path, name: str) -> Path:
+def _idx_candidate(folder: Path, name: str) -> Path | None:
+    """``folder/name``, or its plain form without ``.gz``, whichever is a file."""
     for candidate in (folder / name, folder / name.removesuffix(".gz")):
         if candidate.is_file():
             return candidate
-    raise DatasetError(f"{folder / name} is missing: {_fashion_expected(folder)}")
+    return None
+
+
+def _idx_file(folder: Path, name: str) -> Path:
+    found = _idx_candidate(folder, name)
+    if found is None:
+        raise DatasetError(f"{folder / name} is missing: {_fashion_expected(folder)}")
+    return found
+
+
+def holds(folder: str | Path, dataset: str) -> bool:
+    """Whether ``folder`` has every file of ``"fashion-mnist"`` (gzip or plain) or of
+    ``"cifar10"``; their contents are checked when they are loaded."""
+    folder = Path(folder)
+    if dataset == "fashion-mnist":
+        return all(_idx_candidate(folder, name) for name in FASHION_MNIST_FILES)
+    if dataset == "cifar10":
+        return all((folder / name).is_file() for name in CIFAR10_FILES)
+    raise DatasetError(f"--dataset {dataset}: no files to look for; use fashion-mnist or cifar10")
 
 
 def _fashion_split(folder: Path, images: str, labels: str) -> tuple[np.ndarray, np.ndarray]:

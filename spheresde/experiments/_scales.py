@@ -135,18 +135,14 @@ def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
     cifar, fashion, fashion_dir = (_datasets.CIFAR10_FILES, _datasets.FASHION_MNIST_FILES,
                                    _datasets.FASHION_MNIST_DIR)
 
-    def has(folder: str, files, gz: bool = False) -> bool:
-        return all((Path(folder) / f).is_file() or
-                   (gz and (Path(folder) / f.removesuffix(".gz")).is_file()) for f in files)
-
     if spec.scale != "paper":
         return {}, (f"At `{spec.scale}` scale Figure 2 trains on the digits, a much easier "
                     "task than the paper's CIFAR-10, to stay within minutes.")
     if spec.data_dir:
-        if has(spec.data_dir, cifar):
+        if _datasets.holds(spec.data_dir, "cifar10"):
             return ({"dataset": "cifar10", "data_dir": spec.data_dir, "patch": 4},
                     f"`--data-dir {spec.data_dir}` holds CIFAR-10, the paper's data set.")
-        if has(spec.data_dir, fashion, gz=True):
+        if _datasets.holds(spec.data_dir, "fashion-mnist"):
             return ({"dataset": "fashion-mnist", "data_dir": spec.data_dir, **FASHION},
                     f"`--data-dir {spec.data_dir}` holds Fashion-MNIST, not CIFAR-10: the "
                     "real-benchmark stand-in.")
@@ -156,7 +152,7 @@ def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
             f"({', '.join(cifar)}) nor Fashion-MNIST's IDX files "
             f"({', '.join(fashion)}); unpack one of them there, or drop "
             "--data-dir to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")
-    if has(fashion_dir, fashion, gz=True):
+    if _datasets.holds(fashion_dir, "fashion-mnist"):
         return ({"dataset": "fashion-mnist", **FASHION},
                 f"No `--data-dir` with CIFAR-10 was given, so Figure 2 trains on Fashion-MNIST "
                 f"from {fashion_dir} (Debian's dataset-fashion-mnist), the "

@@ -213,7 +213,7 @@ class Sweep(Generic[R]):
         stored = self._load_meta()
         if stored is not None and not overwrite:
             if (self._identity(stored.get("params") or {}) != self._identity(self.params)
-                    or stored.get("columns") != self.columns
+                    or not self._same_columns(stored.get("columns"))
                     or stored.get("chunk_size") != chunk_size):
                 raise ParameterMismatch(self._mismatch_message(stored))
             self.meta["runs"] = stored.get("runs", [])
@@ -224,6 +224,14 @@ class Sweep(Generic[R]):
                 f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
                 "pass --overwrite to replace it"
             )
+
+    def _same_columns(self, stored: list[str] | None) -> bool:
+        """The stored columns are ours, or ours without trailing row fields that have a
+        default (a column added later: older sweeps still load, the field at its default)."""
+        defaulted = {f.name for f in dataclasses.fields(self.row_type)
+                     if f.default is not dataclasses.MISSING}
+        return stored == self.columns or stored == [c for c in self.columns
+                                                    if c not in defaulted]
 
     def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k not in self.grid}
@@ -257,7 +265,8 @@ class Sweep(Generic[R]):
             return
         with self.csv_path.open(newline="") as f:
             for text in csv.DictReader(f):
-                row = self.row_type(**{k: read(text[k]) for k, read in self.readers.items()})
+                row = self.row_type(**{k: read(text[k]) for k, read in self.readers.items()
+                                       if k in text})
                 self.rows.setdefault(self._key(dataclasses.asdict(row)), []).append(row)
 
     def _load_partial(self) -> None:

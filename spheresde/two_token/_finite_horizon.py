@@ -160,8 +160,8 @@ def _start_weights(faces, centres, d, z0):
 
 
 def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None):
-    """(antipodal, single, undecided) on one grid level; with a ``chain``, a second row:
-    the first-order correction ``C`` of that chain's law (module docstring)."""
+    """(antipodal, single, undecided) on one grid level; with a ``chain``, two rows: that
+    and the first-order correction ``C`` of the chain's law (module docstring)."""
     coefficients = rc()
     args = (beta, d, e, mu)
     z_star = np.arctanh(1 - tol)
@@ -231,7 +231,7 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None):
     else:
         law = np.array([antipodal_p, 1.0 - antipodal_p - undecided, undecided])
     if chain is None:
-        return law[None]
+        return law
     # in the order of the returned probabilities: antipodal, single, undecided
     indicators = np.stack([antipodal, centres > z_star, middle], axis=1).astype(float)
     sandwich = _sandwich(_rates(log_resistance, log_weight),
@@ -380,6 +380,9 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
             raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
         if np.any(np.isinf(horizon)):
             raise ValueError("layers needs a finite horizon (the correction is at depth-time T)")
+        if np.any(mu != 0):
+            raise ValueError("layers is derived for pure noise (mu = 0): pass sigma, not a "
+                             "hybrid (mu, eps)")
     result = np.zeros((3, beta.size))
     error = np.zeros(beta.size)
     for i in range(beta.size):
@@ -396,9 +399,9 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
             which = None if layers is None else chain
             # rows: the limit's law, then (with layers) the correction C, which enters / L
             scale = np.array([1.0, 1.0 if layers is None else 1.0 / layers])[:, None]
-            coarse = _solve(b_, d_, e_, mu_, tol, t_, z0, cells, which)
+            coarse = np.atleast_2d(_solve(b_, d_, e_, mu_, tol, t_, z0, cells, which))
             while True:
-                fine = _solve(b_, d_, e_, mu_, tol, t_, z0, 2 * cells, which)
+                fine = np.atleast_2d(_solve(b_, d_, e_, mu_, tol, t_, z0, 2 * cells, which))
                 errors = np.abs(fine - coarse) * scale[:len(fine)] / 3
                 error[i] = np.max(errors)
                 # the grids follow the law's error; the correction's (far below 1/L at the

@@ -174,8 +174,9 @@ def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path, "--quiet")
     table = rows(tmp_path / "phase.csv")
     assert list(table[0]) == ["d", "beta", "p_antipodal", "p_single", "p_undecided", "stderr",
-                              "p_exact", "p_finite", "beta_c", "trajectories", "sigma",
-                              "method"]
+                              "p_exact", "p_finite", "beta_c", "trajectories", "p_network",
+                              "sigma", "method"]
+    assert {r["p_network"] for r in table} == {"nan"}  # exact: no chain, no finite-L law
     assert [(r["d"], r["beta"]) for r in table] == [
         (d, b) for d in ("4", "6") for b in ("0.5", "1.0", "2.0", "3.0")]
     assert {r["method"] for r in table} == {"exact"}

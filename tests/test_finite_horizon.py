@@ -150,7 +150,7 @@ def test_layers_inputs_are_checked():
     with pytest.raises(ValueError, match="layers must be a positive integer"):
         two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=0)
     with pytest.raises(ValueError, match="layers must be a positive integer"):
-        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=2.5)
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=-3)
     with pytest.raises(ValueError, match="chain must be one of"):
         two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, chain="particles")
     with pytest.raises(ValueError, match="needs a finite horizon"):

@@ -335,9 +335,9 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         :math:`L` layers per unit of depth-time (:math:`TL` steps of :math:`h = 1/L`) to
         first order, :math:`P + C/L` (Talay--Tubaro; the remainder is :math:`O(L^{-2})`).
     chain
-        Which chain ``layers`` means: ``"network"``, the two-token network itself (pure
-        noise or hybrid), or ``"reduced"``, the Euler chain of the z-SDE with
-        :math:`\pm1` increments (the ``reduced`` Monte Carlo).
+        Which chain ``layers`` means: ``"network"``, the two-token network itself, or
+        ``"reduced"``, the Euler chain of the z-SDE with :math:`\pm1` increments (the
+        ``reduced`` Monte Carlo); both derived for pure noise (``mu = 0``).
     return_error
         Also return the error estimate: the largest over the three outcomes of
         :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error).

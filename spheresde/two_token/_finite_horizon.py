@@ -47,6 +47,19 @@ most :math:`1 + 2c^2T/v^2` attempts) and :math:`v\sqrt T\,\bar\Phi^{-1}(\delta/4
 (driftless spread), :math:`\delta = 10^{-9}`. The tests check the stated accuracy,
 :math:`10^{-5}` absolute, against refined grids, Monte Carlo, the :math:`T\to\infty`
 scale-function values and the exact law at :math:`T = 0`.
+
+**Finite depth** (``layers=L``). The chain with :math:`L` steps per unit time has the law
+:math:`P + C/L + O(L^{-2})` (Talay--Tubaro), :math:`C = \int_0^T E[(\mathcal L_1
+P(t,\cdot))(z_t)]\,dt` with :math:`\mathcal L_1 = \sum_{k\le4} c_k\partial_z^k` from
+:func:`proofs_check.export.finite_depth_coefficients` (the network, or the reduced Euler
+chain). On each grid level :math:`\mathcal L_1` is a matrix of five-point stencils on the
+centres (the derivatives of the quartic through the five nearest), and the time integral
+is exact: :math:`\int_0^T e^{tA}\mathcal L_1 e^{(T-t)A}dt` is the upper-right block of
+the exponential of :math:`T[\begin{smallmatrix}A & \mathcal L_1\\ 0 & A
+\end{smallmatrix}]` (Van Loan), by scaling and squaring of the block-triangular form.
+:math:`C` is extrapolated like :math:`P` on the same two grids (which follow the error of
+:math:`P`; the error of :math:`C/L` is reported in ``return_error``). Dense matrices: a
+point costs about a second instead of milliseconds.
 """
 
 from __future__ import annotations

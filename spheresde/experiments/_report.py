@@ -92,7 +92,7 @@ def _network_offset(rows: list[PhaseRow], layers: int) -> str:
         return ""
     text = (f"The network with L = {layers} is not its limit: over the {n} points with "
             f"0 < p < 1, against the limit SDE's law at the same T ({ok}/{n} within 4 "
-            f"standard errors) the largest |z| is {worst:.2f} and the mean signed z "
+            f"standard errors) the largest |z| is {worst:.2f} and the mean signed z is "
             f"{mean:+.2f} (0 for an unbiased estimate).")
     ok, n, worst, mean = z_summary(rows, "p_network")
     if n:

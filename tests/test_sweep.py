@@ -237,7 +237,7 @@ class ToyWithRequiredColumn:
     b: float
     value: float
     counts: tuple[int, ...]
-    added: float
+    other: float
 
 
 def test_a_sweep_stored_before_a_defaulted_column_still_loads(tmp_path):

@@ -24,8 +24,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LimitCoefficients", "RhoCoefficients", "formation_coefficients", "limit_coefficients",
-           "rho_coefficients"]
+__all__ = ["LimitCoefficients", "RhoCoefficients", "finite_depth_coefficients",
+           "formation_coefficients", "limit_coefficients", "rho_coefficients"]
 
 
 @dataclass(frozen=True)
@@ -211,3 +211,40 @@ def formation_coefficients(backend: str = "numpy") -> dict:
     derivation runs on the first call (a few seconds) and is cached.
     """
     return _lambdify_all(formation_expressions(), backend)
+
+
+#: The chains whose one-layer expansion :mod:`proofs_check.finite_depth` derives.
+CHAINS = ("network", "reduced")
+
+
+@functools.cache
+def finite_depth_expressions() -> dict:
+    r"""The SymPy expressions behind :func:`finite_depth_coefficients`: for each chain,
+    ``(arguments, [c_1, c_2, c_3, c_4])`` of :math:`\mathcal L_1 = \sum_k c_k\partial_z^k`
+    in :math:`z = \operatorname{artanh}\rho`, written through ``rho = tanh z`` and
+    ``r = exp(-beta (1 - rho))``."""
+    import sympy as sp
+
+    from .finite_depth import network_z_operator, reduced_z_operator
+    from .symbols import beta, d, eps, mu, r, rho, z
+    from .two_token import r_of_rho
+
+    def in_z(expr):
+        return expr.subs(r, r_of_rho()).subs(rho, sp.tanh(z))
+
+    zargs = (z, beta, d, eps, mu)
+    return {name: (zargs, [in_z(c) for c in operator()])
+            for name, operator in zip(CHAINS, (network_z_operator, reduced_z_operator),
+                                      strict=True)}
+
+
+@functools.cache
+def finite_depth_coefficients(backend: str = "numpy") -> dict:
+    r"""Lambdified :math:`\mathcal L_1` of one layer (:mod:`proofs_check.finite_depth`), in
+    ``z``: ``{"network": f, "reduced": f}``, ``f(z, beta, d, eps, mu)`` the list
+    :math:`[c_1, c_2, c_3, c_4]` (a coefficient that vanishes identically is the scalar 0).
+    The chain after :math:`TL` layers has the law :math:`P + C/L + O(L^{-2})`,
+    :math:`(\partial_t + \mathcal L)C = -\mathcal L_1 P`, :math:`C(T) = 0`. The derivation
+    runs on the first call and is cached.
+    """
+    return _lambdify_all(finite_depth_expressions(), backend)

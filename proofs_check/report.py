@@ -691,6 +691,33 @@ def check_mlp():
                 "rho = +-cos(theta)")
 
 
+def check_finite_depth() -> Check:
+    """Finite depth: one layer to O(h^2), the operator L_1 of the network and of the reduced chain.
+
+    Returns
+    -------
+    Check
+        Residuals of :func:`proofs_check.finite_depth.finite_depth_residuals`.
+    """
+    from .finite_depth import finite_depth_residuals, network_rho_operator, reduced_z_operator
+
+    coefficients = network_rho_operator()
+    reduced = reduced_z_operator()
+    # the coefficients are large rational functions: printed as derived, truncated
+    derived = ", ".join(f"c_{k} = {_truncate(str(c), 160)}"
+                        for k, c in enumerate(coefficients, start=1))
+    return Check.from_residuals(
+        "Finite depth: E[phi(rho')] = phi + h L phi + h^2 (L^2/2 + L_1) phi + O(h^3)",
+        "h-moments of one layer = the limit rho-SDE; L_1 of order <= 4, zero at rho = +-1; "
+        "reduced chain: Euler's L_1 (c_4 = -v^4/12 for +-1 increments)",
+        f"network, in rho: {derived}; reduced, in z: c_4 = {sp.factor(reduced[3])}",
+        finite_depth_residuals(),
+        "one layer expanded to s^4 (s = h^(1/2)): Isserlis in the plane of the tokens, Wishart "
+        "moments (d symbolic) outside it; witness: the 16 explicit entries of G at d = 4, "
+        "rho = 3/5, r = 1/2; z-form by the moments of dz and again by the chain rule",
+    )
+
+
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_theorem1_drift,
     check_theorem1_diffusion,
@@ -709,6 +736,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_layernorm,
     check_heads,
     check_mlp,
+    check_finite_depth,
 )
 
 

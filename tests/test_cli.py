@@ -174,8 +174,9 @@ def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     spheresde("phase", *PHASE_GRID, "--method", "exact", "--out", tmp_path, "--quiet")
     table = rows(tmp_path / "phase.csv")
     assert list(table[0]) == ["d", "beta", "p_antipodal", "p_single", "p_undecided", "stderr",
-                              "p_exact", "p_finite", "beta_c", "trajectories", "sigma",
-                              "method"]
+                              "p_exact", "p_finite", "beta_c", "trajectories", "p_network",
+                              "sigma", "method"]
+    assert {r["p_network"] for r in table} == {"nan"}  # exact: no chain, no finite-L law
     assert [(r["d"], r["beta"]) for r in table] == [
         (d, b) for d in ("4", "6") for b in ("0.5", "1.0", "2.0", "3.0")]
     assert {r["method"] for r in table} == {"exact"}
@@ -212,8 +213,8 @@ def test_phase_columns_metadata_and_refusal_of_other_parameters(tmp_path):
     ],
 )
 def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
-    """|P_MC - P_T| <= 4 s.e. at every point (s.e. <= 0.025 at N = 400), P_T the limit
-    SDE's law at the run's own T and tol.
+    """|P_MC - P_L| <= 4 s.e. at every point (s.e. <= 0.025 at N = 400), P_L the simulated
+    chain's own law at the run's L, T and tol (the limit SDE's P_T plus its O(1/L) term).
 
     s.e. is the larger of the estimate's and the reference's binomial one
     sqrt(p (1-p) / N), so that a point with no antipodal sample is still judged against
@@ -229,10 +230,11 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
     for e, m in zip(exact, mc, strict=True):
         assert (e.d, e.beta) == (m.d, m.beta)
         assert m.p_exact == e.p_antipodal
-        # the band is 4 s.e. around the limit SDE's law at the run's own T and tol
+        # the band is 4 s.e. around the chain's own law at the run's L, T and tol
         assert agreement_band(m) == pytest.approx(
-            4 * max(m.stderr, np.sqrt(m.p_finite * (1 - m.p_finite) / m.trajectories)))
-        assert abs(m.p_antipodal - m.p_finite) <= agreement_band(m), (m, e)
+            4 * max(m.stderr, np.sqrt(m.p_network * (1 - m.p_network) / m.trajectories)))
+        assert abs(m.p_antipodal - m.p_network) <= agreement_band(m), (m, e)
+        assert 0 <= m.p_network <= 1
 
 
 @pytest.mark.slow

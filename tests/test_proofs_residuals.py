@@ -35,6 +35,7 @@ SLOW_CHECKS = [
     report.check_two_token_sde,
     report.check_z_sde,
     report.check_stratonovich,
+    report.check_finite_depth,
 ]
 
 

@@ -209,10 +209,16 @@ def test_report_states_the_networks_mean_signed_z_against_its_limit():
     from spheresde.experiments._phase import PhaseRow
     from spheresde.experiments._report import _network_offset
 
-    def row(p_mc, p):
+    def row(p_mc, p, own=float("nan")):
         return PhaseRow(d=4, beta=1.0, p_antipodal=p_mc, p_single=1 - p_mc, p_undecided=0.0,
-                        stderr=0.005, p_exact=p, p_finite=p, beta_c=0.5, trajectories=10_000)
+                        stderr=0.005, p_exact=p, p_finite=p, beta_c=0.5, trajectories=10_000,
+                        p_network=own)
 
     text = _network_offset([row(0.49, 0.5), row(0.48, 0.5), row(0.0, 0.0)], 100)
     assert "over the 2 points" in text
     assert "mean signed z is -3.00" in text
+    assert "p_network" not in text  # no chain law stored: nothing claimed about it
+    # against its own law (0.48 for both: z = +2 and 0)
+    text = _network_offset([row(0.49, 0.5, 0.48), row(0.48, 0.5, 0.48)], 100)
+    assert "mean signed z is -3.00" in text
+    assert "2/2 within 4 standard errors, largest |z| 2.00, mean signed z +1.00" in text

@@ -246,3 +246,39 @@ def test_the_store_is_below_the_driver():
         imported = {node.module for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom) and node.level == 1}
         assert not imported & forbidden, (module, imported & forbidden)
+
+
+@dataclass(frozen=True)
+class ToyWithNewColumn:
+    a: int
+    b: float
+    value: float
+    counts: tuple[int, ...]
+    added: float = -1.0  # a column a later version appended, with a default
+
+
+@dataclass(frozen=True)
+class ToyWithRequiredColumn:
+    a: int
+    b: float
+    value: float
+    counts: tuple[int, ...]
+    other: float
+
+
+def test_a_sweep_stored_before_a_defaulted_column_still_loads(tmp_path):
+    old = sweep(tmp_path, {"seed": 7}).run(grid(), toy, quiet=True)
+    calls = []
+
+    def compute(point):
+        calls.append(point)
+        return ToyWithNewColumn(*toy(point).__dict__.values(), added=0.5)
+
+    rows = Sweep(tmp_path, "toy", {"seed": 7}, ToyWithNewColumn, ("a", "b")).run(
+        grid(), compute, quiet=True)
+    assert calls == []  # every stored point was read back, none recomputed
+    assert [r.value for r in rows] == [r.value for r in old]
+    assert {r.added for r in rows} == {-1.0}  # the stored rows carry the default
+    # a table whose columns differ otherwise (a new column without a default) is refused
+    with pytest.raises(ParameterMismatch):
+        Sweep(tmp_path, "toy", {"seed": 7}, ToyWithRequiredColumn, ("a", "b"))

@@ -28,14 +28,15 @@ whole grid."""
 def reference(row: Row) -> tuple[float, float]:
     """The probability a Monte Carlo point must match, and the undecided slack it allows.
 
-    Figure 3 rows carry the limit SDE's law at the run's own horizon and tol
-    (``p_finite``), and dominance rows of two tokens its value at the row's horizon
+    Figure 3 rows carry the law of the simulated chain itself at its own L, T and tol
+    (``p_network``: the network for ``discrete``, the Euler chain for ``reduced``), else
+    the limit SDE's law at the run's own horizon and tol (``p_finite``), and dominance rows of two tokens its value at the row's horizon
     (``p_exact_horizon``): the same classification at the same T, so no slack. Hybrid
     rows only have the t -> inf value: the undecided mass may still end either way, so it
     widens the band.
     """
     if isinstance(row, PhaseRow):
-        return row.p_finite, 0.0
+        return (row.p_finite if math.isnan(row.p_network) else row.p_network), 0.0
     if isinstance(row, DominanceRow):
         return row.p_exact_horizon, 0.0
     return row.p_exact, row.p_undecided
@@ -74,11 +75,22 @@ def mc_agreement(rows: list[Row]) -> tuple[int, int, float]:
 
 
 def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
-    """Largest ``|z|`` (:func:`z_score`) over Monte Carlo rows, against the finite-horizon
-    law and against the t -> inf limit."""
-    return (max(abs(z_score(r, r.p_finite)) for r in rows),
+    """Largest ``|z|`` (:func:`z_score`) over Monte Carlo rows, against their
+    :func:`reference` (the chain's own law, else the limit's at T) and against the
+    t -> inf limit."""
+    return (max(abs(z_score(r, reference(r)[0])) for r in rows),
             max(abs(z_score(r, r.p_exact)) for r in rows))
 
 
+def z_summary(rows: list[PhaseRow], column: str) -> tuple[int, int, float, float]:
+    """Against the probabilities in ``column`` (``"p_finite"``, ``"p_network"``), over the
+    rows where it lies in (0, 1): the points within :data:`BAND` standard errors, their
+    number, the largest ``|z|`` and the mean signed ``z`` (:func:`z_score`)."""
+    zs = [z_score(r, getattr(r, column)) for r in rows if 0 < getattr(r, column) < 1]
+    if not zs:
+        return 0, 0, 0.0, 0.0
+    return (sum(abs(v) <= BAND for v in zs), len(zs), max(map(abs, zs)), sum(zs) / len(zs))
+
+
 __all__ = ["BAND", "agreement_band", "largest_z", "mc_agreement", "reference",
-           "standard_error", "z_score"]
+           "standard_error", "z_score", "z_summary"]

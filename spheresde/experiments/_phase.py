@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ from ._sweep import RunOptions, SweepResult, run_options, run_sweep
 METHODS = ("exact", "reduced", "particles", "discrete")
 Method = Literal["exact", "reduced", "particles", "discrete"]
 SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Monte Carlo method needs
+#: The methods whose chain has a derived first-order law (two_token.outcome_probabilities'
+#: ``chain``): the network itself and the Euler chain of the reduced SDE.
+CHAIN = {"discrete": "network", "reduced": "reduced"}
 
 
 FINITE_HORIZON_BETA_MAX = 350.0
@@ -105,6 +109,11 @@ class PhaseRow:
     p_finite: float
     beta_c: float
     trajectories: int  # samples behind the fractions (0 for the exact method)
+    # P(antipodal) of the simulated chain itself at its own L, T and tol, to first order in
+    # 1/L (Talay-Tubaro: two_token.outcome_probabilities(..., layers=L)): the network for
+    # discrete, the Euler chain for reduced; NaN where no correction is derived (exact,
+    # particles) and in sweeps stored before the column existed
+    p_network: float = math.nan
 
 
 def _chunk(spec: PhaseSpec, point: dict, k: int, size: int) -> dict:
@@ -130,18 +139,23 @@ def _finish(spec: PhaseSpec, point: dict, counts: list[dict]) -> PhaseRow:
     d, beta = point["d"], point["beta"]
     law_d = two_token_dimension(d, spec.norm)  # the two-token law of this normalization
     exact = exact_two_tokens(beta, law_d, sigma=spec.sigma)
+    network = math.nan
     if spec.method == "exact":
         fractions = finite = exact
     else:
         fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
         finite = two_token.outcome_probabilities(beta, law_d, horizon=spec.horizon,
                                                  tol=spec.tol, sigma=spec.sigma)
+        if spec.method in CHAIN and spec.norm == "rms":  # L_1 is derived for RMS chains
+            network = float(two_token.outcome_probabilities(
+                beta, d, horizon=spec.horizon, tol=spec.tol, sigma=spec.sigma,
+                layers=spec.layers, chain=CHAIN[spec.method]).antipodal)
     return PhaseRow(
         d=d, beta=beta, p_antipodal=float(fractions.antipodal), p_single=float(fractions.single),
         p_undecided=float(fractions.undecided), stderr=float(fractions.antipodal_se),
         p_exact=float(exact.antipodal), p_finite=float(finite.antipodal),
         beta_c=float(two_token.critical_beta(law_d)) if law_d >= 3 else 0.0,
-        trajectories=fractions.count or 0,
+        trajectories=fractions.count or 0, p_network=network,
     )
 
 
@@ -157,7 +171,8 @@ def run_phase(spec: PhaseSpec, out: str | os.PathLike, *, quiet: bool = False,
 
 def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
-    run's own T and tol (solid), the t -> inf curves (dotted) and dashed beta_c(d)."""
+    run's own T and tol (solid), the simulated chain's own first-order law at its L
+    (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
     from .. import two_token
     from ._plotting import colors, save, subplots
     from ._simulate import two_token_dimension
@@ -192,6 +207,8 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
             err = 2 * np.array([r.stderr for r in mine])
             und = np.array([r.p_undecided for r in mine])
             ax.errorbar(x, y, yerr=err, fmt="o", ms=4, color=color, capsize=2)
+            if method in CHAIN and spec.norm == "rms":  # the chain's own law at its L
+                ax.plot(x, [r.p_network for r in mine], color=color, lw=1, ls="-.")
             # the undecided mass could still go either way: show it as an upward band
             ax.vlines(x, y, y + und, color=color, lw=4, alpha=0.25)
             top = max(top, float(np.max(y + np.maximum(und, err))))
@@ -201,7 +218,9 @@ def plot_phase(rows: list[PhaseRow], spec: PhaseSpec, path: Path) -> Path:
     what = "exact limit (scale function)" if method == "exact" else (
         f"{method} Monte Carlo, {spec.trajectories} trajectories, L={spec.layers}, "
         f"T={spec.horizon:g}\n(points +-2 s.e., shaded: undecided; solid: limit SDE at "
-        f"T={spec.horizon:g}, tol={spec.tol:g}; dotted: t -> inf)")
+        f"T={spec.horizon:g}, tol={spec.tol:g}; "
+        + (f"dash-dot: the simulated chain's own law at L={spec.layers}; " if method in CHAIN
+           and spec.norm == "rms" else "") + "dotted: t -> inf)")
     threshold = (r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$" if spec.norm == "rms" else
                  r"LayerNorm: $\beta_c(d-1)=\frac{1}{2}\cosh^{-1}(d-3)$")
     ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: {threshold}", fontsize=9)

@@ -335,7 +335,7 @@ class Sweep(Generic[R]):
             self._discard()
             return
         same = (self._identity(stored["params"]) == self._identity(self.params)
-                and stored.get("columns") == self.columns
+                and self._same_columns(stored["columns"])
                 and stored.get("chunk_size") == self.meta["chunk_size"])
         if not same:
             if not overwrite:
@@ -343,7 +343,7 @@ class Sweep(Generic[R]):
             self._discard()
             return
         try:
-            self._load_rows(stored.get("digests"))
+            self._load_rows(stored["columns"], stored.get("digests"))
         except CorruptStore:
             if not overwrite:
                 raise
@@ -365,6 +365,13 @@ class Sweep(Generic[R]):
 
     def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k not in self.grid}
+
+    def _same_columns(self, stored: list[str]) -> bool:
+        """The stored columns are ours, or ours without row fields that have a default (a
+        column added later: older sweeps still load, the field at its default)."""
+        defaulted = {f.name for f in dataclasses.fields(self.row_type)
+                     if f.default is not dataclasses.MISSING}
+        return stored in (self.columns, [c for c in self.columns if c not in defaulted])
 
     def _load_meta(self) -> dict[str, Any] | None:
         if not self.meta_path.exists():
@@ -400,8 +407,9 @@ class Sweep(Generic[R]):
             f"({details or 'different columns'}); use another --out or pass --overwrite"
         )
 
-    def _load_rows(self, digests: dict[str, str] | None) -> None:
-        """Read the stored rows, checking each (see the module docstring)."""
+    def _load_rows(self, columns: list[str], digests: dict[str, str] | None) -> None:
+        """Read the stored rows, checking each (see the module docstring); ``columns`` are
+        the stored ones (:meth:`_same_columns`)."""
         if not self.csv_path.exists():
             return
         path = self.csv_path
@@ -411,18 +419,20 @@ class Sweep(Generic[R]):
                 table = list(csv.reader(f))
         except (UnicodeError, csv.Error) as err:
             raise self._refuse(path, f"not a CSV table ({err})") from None
-        if not table or table[0] != self.columns:
+        if not table or table[0] != columns:
             raise self._refuse(path, f"the header is not the sweep's columns "
-                                     f"{','.join(self.columns)}")
+                                     f"{','.join(columns)}")
         previous = None
         for number, values in enumerate(table[1:], start=2):
             where = f"row {number}"
-            if len(values) != len(self.columns):
+            if len(values) != len(columns):
                 raise self._refuse(path, f"{where} has {len(values)} fields, not "
-                                         f"{len(self.columns)}")
-            text = dict(zip(self.columns, values, strict=True))
+                                         f"{len(columns)}")
+            text = dict(zip(columns, values, strict=True))
             fields = {}
             for column, read in self.readers.items():
+                if column not in text:  # a defaulted column added after this sweep
+                    continue
                 try:
                     fields[column] = read(text[column])
                 except (TypeError, ValueError):

@@ -1,0 +1,129 @@
+"""Finite depth: Monte Carlo of the chains against the limit's law P and their own P_L.
+
+    .venv/bin/python tests/benchmarks/bench_finite_depth.py [--only network,reduced,shift]
+        [--trajectories N] [--horizon T] [--layers 5,10,20,100]
+
+Accuracy, not speed. For each (d, beta), near beta_c(d) and beyond it, and each L: the
+Monte Carlo P(antipodal) of the chain with L layers per unit depth-time (``network``:
+the two-token network, :func:`spheresde._absorption.absorbing_network`; ``reduced``: the
+Euler chain of the z-SDE with +-1 increments, :func:`spheresde._absorption.absorbing_rho`),
+the limit SDE's law P at the same T and tol, and the first-order law of the chain
+P_L = P + C/L (:func:`spheresde.two_token.outcome_probabilities` with ``layers=L``).
+z = (MC - reference) / se with se = sqrt(p (1 - p) / N), p the reference (as REPORT.md's
+``standard_error``, which takes the larger of that and the estimate's). The column
+``L^2 (MC - P_L)`` stays of one size as L grows if the remainder is O(1/L^2); at small L
+and small P, P + C/L can fall below 0 (clipped): the first-order term is then as large
+as P itself and the expansion is not yet accurate there. Fixed keys, float32, certified
+absorption at 1e-6; the wall time of each block is printed.
+
+``shift`` (no Monte Carlo): the apparent critical point of the paper's network (L = 100,
+T = 500, tol = 1e-2), the first beta where P_L(antipodal) exceeds 1e-3, against the
+limit's at the same T and against beta_c(d), d = 4..10 (bisection to 1e-3 in beta on one
+grid level of the solver, whose error there is far below 1e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+from spheresde import PureNoise, two_token
+from spheresde._absorption import absorbing_network, absorbing_rho
+
+BOUND = 1e-6
+TOL = 1e-2
+POINTS = ((4, 1.0), (7, 1.2), (10, 2.0))  # beta_c = 0.66, 1.15, 1.38
+
+
+def monte_carlo(chain: str, key, d: int, beta: float, layers: int, horizon: float,
+                trajectories: int) -> float:
+    """P(antipodal) of ``trajectories`` runs of the chain."""
+    if chain == "network":
+        codes, _ = absorbing_network(key, beta=beta, d=d, weights=PureNoise(),
+                                     trajectories=trajectories, layers=layers,
+                                     horizon=horizon, tol=TOL, bound=BOUND)
+    else:
+        codes, _ = absorbing_rho(key, beta=beta, d=d, eps=1.0, mu=0.0,
+                                 trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
+                                 tol=TOL, bound=BOUND)
+    return float(np.mean(codes == 1))
+
+
+def table(chain: str, trajectories: int, horizon: float, layers: tuple[int, ...]) -> None:
+    start = time.perf_counter()
+    print(f"\n{chain}: {trajectories} trajectories per point, T = {horizon:g}, tol = {TOL:g}")
+    print("| d | beta | L | MC | P | z vs P | P_L | z vs P_L | L^2 (MC - P_L) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for d, beta in POINTS:
+        p = float(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=TOL).antipodal)
+        for k, L in enumerate(layers):
+            p_l = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=L, chain=chain).antipodal)
+            mc = monte_carlo(chain, jax.random.key(1000 * d + k), d, beta, L, horizon,
+                             trajectories)
+
+            z_p, z_l = ((mc - ref) / np.sqrt(max(ref * (1 - ref), 1e-12) / trajectories)
+                        for ref in (p, p_l))
+            print(f"| {d} | {beta:g} | {L} | {mc:.4f} | {p:.4f} | {z_p:+.1f} | {p_l:.4f} | "
+                  f"{z_l:+.1f} | {L * L * (mc - p_l):+.2f} |", flush=True)
+    print(f"wall {time.perf_counter() - start:.0f} s")
+
+
+def _first_above(law, lo: float, hi: float, level: float = 1e-3) -> float:
+    """The beta in [lo, hi] where ``law(beta)`` (increasing there) crosses ``level``."""
+    while hi - lo > 1e-3:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if law(mid) < level else (lo, mid)
+    return (lo + hi) / 2
+
+
+def shift(layers: int = 100, horizon: float = 500.0) -> None:
+    from spheresde.two_token import _finite_horizon as fh
+
+    start = time.perf_counter()
+    print(f"\napparent critical point: first beta with P(antipodal) > 1e-3 at T = {horizon:g}")
+    print(f"| d | beta_c(d) | limit at T | network, L = {layers} | shift |")
+    print("|---|---|---|---|---|")
+    for d in range(4, 11):
+        beta_c = float(two_token.critical_beta(d))
+
+        def law(beta, chain, d=d):
+            rows = np.atleast_2d(fh._solve(beta, d, 1.0, 0.0, TOL, horizon, None, fh.CELLS,
+                                           chain))
+            return rows[0, 0] + (rows[1, 0] / layers if chain else 0.0)
+
+        if d == 10:  # the row the paper-scale rerun measured: the predicted offset in s.e.
+            for beta in np.linspace(0.2, 3.0, 15)[8:]:
+                p, p_l = law(beta, None), law(beta, "network")
+                se = np.sqrt(p * (1 - p) / 40_000)
+                print(f"|   d=10 beta={beta:.1f}: P {p:.4f}, P_L {p_l:.4f}, "
+                      f"(P_L - P)/se(40,000) {(p_l - p) / se:+.1f} |", flush=True)
+        limit = _first_above(lambda b: law(b, None), beta_c - 0.5, beta_c + 1.0)
+        network = _first_above(lambda b: law(b, "network"), beta_c - 0.5, beta_c + 1.0)
+        print(f"| {d} | {beta_c:.3f} | {limit:.3f} | {network:.3f} | {network - limit:+.3f} |",
+              flush=True)
+    print(f"wall {time.perf_counter() - start:.0f} s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="network,reduced,shift")
+    parser.add_argument("--trajectories", type=int, default=None,
+                        help="per point (default 40,000 network, 400,000 reduced)")
+    parser.add_argument("--horizon", type=float, default=10.0)
+    parser.add_argument("--layers", default="5,10,20,100")
+    args = parser.parse_args()
+    layers = tuple(int(v) for v in args.layers.split(","))
+    for name in args.only.split(","):
+        if name == "shift":
+            shift()
+            continue
+        n = args.trajectories or (40_000 if name == "network" else 400_000)
+        table(name, n, args.horizon, layers)
+
+
+if __name__ == "__main__":
+    main()

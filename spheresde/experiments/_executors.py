@@ -112,8 +112,11 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
         return
     if options.workers < 1:
         raise BadParameters(f"--workers must be >= 1, got {options.workers}")
+    # no dashboard; the scheduler's HTTP server (always started) on a free port, so that
+    # two local clusters on one machine do not contend for its default 8787
     with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                      silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers")
 

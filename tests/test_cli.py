@@ -220,12 +220,13 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
     sqrt(p (1-p) / N), so that a point with no antipodal sample is still judged against
     its exact error bar.
     """
-    from spheresde.experiments import PhaseSpec, run_phase
+    from spheresde.experiments import PhaseSpec, RunOptions, run_sweep
     from spheresde.experiments._agreement import agreement_band
 
     grid = {"dims": (4, 6), "betas": (0.5, 1.0, 2.0, 3.0)}
-    exact = run_phase(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet=True).rows
-    mc = run_phase(PhaseSpec(**grid, **sizes), tmp_path / "mc", quiet=True).rows
+    quiet = RunOptions(quiet=True)
+    exact = run_sweep(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet).rows
+    mc = run_sweep(PhaseSpec(**grid, **sizes), tmp_path / "mc", quiet).rows
     assert len(mc) == len(exact) == 8
     for e, m in zip(exact, mc, strict=True):
         assert (e.d, e.beta) == (m.d, m.beta)
@@ -307,9 +308,13 @@ def test_quiet_silences_numerical_runtime_warnings(tmp_path, monkeypatch):
 
     import spheresde.cli as cli
 
-    def run(spec, out, *, options):
+    class Quiet:
+        def summary(self):
+            return []
+
+    def run(spec, out, options):
         warnings.warn("overflow encountered in betainc", RuntimeWarning, stacklevel=1)
-        return []
+        return Quiet()
 
     monkeypatch.setattr(cli, "run", run)
     assert cli.main(["field", "--out", str(tmp_path), "--quiet"]) == 0

@@ -11,7 +11,7 @@ little. Figure 2 (``train``) trains on scikit-learn's digits at quick and smoke 
 paper scale on CIFAR-10 when ``--data-dir`` holds it, else on Fashion-MNIST when it is
 installed, else on the digits. :class:`ReproduceSpec`, the
 spec of ``spheresde reproduce``, names one of these scales; it lives here, below the
-registry, the report and ``reproduce`` itself, which all need it.
+registry and ``reproduce`` itself, which both need it.
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ class ReproduceSpec(ExperimentSpec):
 
     command: ClassVar[str] = "reproduce"
     summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
+    stores: ClassVar[bool] = True
+    runs_in_chunks: ClassVar[bool] = True
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(

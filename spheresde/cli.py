@@ -53,6 +53,29 @@ RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler"
                "wait", "prune", "debug")
 
 
+_PARAMETER = re.compile(r"`(?P<name>[a-z_]+)(?:=(?P<value>[^`]*))?`")
+
+
+def in_flags(message: str) -> str:
+    """A message of the library in the command line's words, the one translation: the
+    library names a parameter `name=value` or `name` (backticks), which becomes
+    ``--name value`` (a quoted value unquoted; `name=True`, a switch, ``--name``) or
+    ``--name``; backticked text that is no parameter of a sub-command stays."""
+    names = {f.name for spec_cls in SPECS.values() for f in spec_cls.spec_fields()}
+    names |= set(RUN_OPTIONS)
+
+    def spelled(match: re.Match) -> str:
+        name, value = match["name"], match["value"]
+        if name not in names:
+            return match[0]
+        flag = "--" + name.replace("_", "-")
+        if value is None or value == "True":
+            return flag
+        return f"{flag} {value.strip(chr(39))}"
+
+    return _PARAMETER.sub(spelled, message)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argparse parser whose errors are one line (no usage dump), exit status 2."""
 
@@ -213,7 +236,7 @@ def _main(argv: list[str], where: dict[str, str]) -> int:
     try:
         spec = args.spec_cls(**values)
     except BadParameters as err:
-        sub.error(str(err))
+        sub.error(in_flags(str(err)))
     given = {name: getattr(args, name) for name in RUN_OPTIONS
              if name not in ("out", "debug", "dry_run") and hasattr(args, name)}  # offered
     if given.get("workers") and given.get("scheduler"):
@@ -232,10 +255,10 @@ def _main(argv: list[str], where: dict[str, str]) -> int:
             lines = (plan(spec, out, options) if args.dry_run
                      else run(spec, out, options).summary())
     except (ParameterMismatch, BadParameters) as err:
-        sub.error(str(err))
+        sub.error(in_flags(str(err)))
     if not args.quiet or args.dry_run:
         for line in lines:
-            print(line)
+            print(in_flags(line))
     return 0
 
 
@@ -243,8 +266,8 @@ def _one_line(command: str):
     """A ``warnings.showwarning`` that prints the warning's message as one line."""
 
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"spheresde {command}: warning: {message}", file=sys.stderr if file is None
-              else file)
+        print(f"spheresde {command}: warning: {in_flags(str(message))}",
+              file=sys.stderr if file is None else file)
 
     return show
 
@@ -286,7 +309,7 @@ def _fault_line(command: str, out: str, err: BaseException) -> str:
     return f"spheresde {command}: {what}; {safe}, re-run the same command to resume"
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "in_flags", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

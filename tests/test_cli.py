@@ -332,3 +332,19 @@ def test_beta_is_the_inverse_temperature_in_every_help():
     for command, sub in commands.items():
         text = " ".join(sub.format_help().split())
         assert not re.search(r"(?<!inverse )temperature", text), command
+
+
+@pytest.mark.parametrize(("library", "cli"), [
+    ("`horizon=0.01` with `layers=20` is 0 layers; give `horizon` >= 0.05",
+     "--horizon 0.01 with --layers 20 is 0 layers; give --horizon >= 0.05"),
+    ("pass `overwrite=True` to replace it, or another `out`",
+     "pass --overwrite to replace it, or another --out"),
+    ("`data_dir='/x y'`: no such folder; `max_horizon=5` `chunk_size=16`",
+     "--data-dir /x y: no such folder; --max-horizon 5 --chunk-size 16"),
+    ("`norm='layer'` needs `method` exact; `apt-get install x` stays",
+     "--norm layer needs --method exact; `apt-get install x` stays"),
+])
+def test_library_messages_name_parameters_and_the_cli_spells_them_as_flags(library, cli):
+    from spheresde.cli import in_flags
+
+    assert in_flags(library) == cli

@@ -32,9 +32,9 @@ def test_default_hybrid_horizon_is_unchanged_at_every_eps():
 
 
 def test_a_cap_below_the_base_horizon_is_refused():
-    with pytest.raises(BadParameters, match="--max-horizon"):
+    with pytest.raises(BadParameters, match="`max_horizon=10` is below `horizon=20`"):
         DominanceSpec(horizon=20.0, max_horizon=10.0)
-    with pytest.raises(BadParameters, match="--horizon-scale"):
+    with pytest.raises(BadParameters, match="`horizon_scale`"):
         HybridSpec(horizon_scale=-1.0)
 
 

@@ -168,7 +168,7 @@ def test_a_damaged_csv_is_refused_naming_file_row_and_remedy(tmp_path, no_fsync,
     path.write_text(damaged)
     with pytest.raises(ParameterMismatch) as refusal:
         store(tmp_path)
-    assert str(refusal.value) == (f"{path}: {says}; restore the file, or pass --overwrite to "
+    assert str(refusal.value) == (f"{path}: {says}; restore the file, or pass `overwrite=True` to "
                                   "compute the sweep afresh")
     assert path.read_text() == damaged  # refused, nothing rewritten
     assert store(tmp_path, overwrite=True).run(GRID, point, quiet=True) == [point(p) for p in GRID]
@@ -184,7 +184,7 @@ def test_a_damaged_json_is_refused(tmp_path, no_fsync, content, says):
     stored(tmp_path)
     path = tmp_path / "toy.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    with pytest.raises(ParameterMismatch, match=f"^{path}: {says}.*pass --overwrite"):
+    with pytest.raises(ParameterMismatch, match=f"^{path}: {says}.*pass `overwrite=True`"):
         store(tmp_path)
 
 

@@ -181,7 +181,7 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
     (["--data-dir", "/tmp"], "--data-dir is not used by --dataset digits"),
     (["--subset", "100"], "--subset is used by --dataset fashion-mnist only"),
     (["--layers", "4,0"], "must be > 0"),
-    (["--dataset", "cifar10"], "needs --data-dir DIR"),
+    (["--dataset", "cifar10"], "needs --data-dir, a folder"),
     (["--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "no such folder"),
     (["--epochs", "-1"], "must be > 0"),
     (["--layers", "0"], "must be > 0"),

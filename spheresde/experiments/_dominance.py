@@ -47,8 +47,8 @@ from ._store import atomic_write_text
 
 def _two_eps_at_least(spec: DominanceSpec) -> str | None:
     if len(spec.eps) < 2:
-        return (f"--eps {spec.eps[0]:g}: the edge eps*(beta) lies between two noise levels; "
-                "give at least two, e.g. --eps 0.1,0.25,0.6,1.5")
+        return (f"`eps={spec.eps[0]:g}`: the edge eps*(beta) lies between two noise levels; "
+                "give at least two, e.g. `eps='0.1,0.25,0.6,1.5'`")
     return None
 
 

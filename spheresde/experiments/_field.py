@@ -100,7 +100,7 @@ def run_field(
     others = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
     field, tangent = attention_field(beta, others, queries)
     if not (np.isfinite(field).all() and np.isfinite(tangent).all() and np.any(tangent)):
-        raise BadParameters(f"--beta {beta:g}: the attention field is not finite or its "
+        raise BadParameters(f"`beta={beta:g}`: the attention field is not finite or its "
                             "tangent projection is zero at these tokens; use a smaller beta")
 
     buf = io.StringIO()

@@ -91,15 +91,15 @@ class ScaledHorizon(AbstractMonteCarloSpec):
 
 def _cap_above_horizon(spec) -> str | None:
     if 0 < spec.max_horizon < spec.horizon:
-        return (f"--max-horizon {spec.max_horizon:g} is below --horizon {spec.horizon:g}; "
+        return (f"`max_horizon={spec.max_horizon:g}` is below `horizon={spec.horizon:g}`; "
                 "raise it or pass 0 (no cap)")
     return None
 
 
 def _two_tokens_only(spec: HybridSpec) -> str | None:
     if spec.method in ("exact", "reduced") and spec.tokens != 2:
-        return (f"--method {spec.method} describes two tokens only (got --tokens "
-                f"{spec.tokens}); use --method particles or discrete")
+        return (f"`method='{spec.method}'` describes two tokens only (got "
+                f"`tokens={spec.tokens}`); use `method` particles or discrete")
     return None
 
 

@@ -41,8 +41,8 @@ def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
     ``round(T L) >= 1`` (a spec without Monte Carlo does not use it, so it is unchecked)."""
     if not spec.monte_carlo() or round(spec.horizon * spec.layers) >= 1:
         return None
-    return (f"--horizon {spec.horizon:g} with --layers {spec.layers} is round(T*L) = 0 "
-            f"layers; give --horizon >= {1 / spec.layers:g} (one layer)")
+    return (f"`horizon={spec.horizon:g}` with `layers={spec.layers}` is round(T*L) = 0 "
+            f"layers; give `horizon` >= {1 / spec.layers:g} (one layer)")
 
 
 class AbstractMonteCarloSpec(AbstractChunkedSpec):

@@ -45,15 +45,15 @@ beta = 352 (d = 100) to 354 (d = 3) on."""
 
 def _finite_horizon_betas(spec: PhaseSpec) -> str | None:
     if spec.method != "exact" and max(spec.betas) > FINITE_HORIZON_BETA_MAX:
-        return (f"--betas {max(spec.betas):g}: a Monte Carlo method's finite-horizon law "
+        return (f"`betas={max(spec.betas):g}`: a Monte Carlo method's finite-horizon law "
                 f"overflows float64 beyond beta = {FINITE_HORIZON_BETA_MAX:g}; use smaller "
-                "betas, or --method exact (no limit)")
+                "betas, or `method='exact'` (no limit)")
 
 
 def _layer_norm_methods(spec) -> str | None:
     if spec.norm == "layer" and spec.method == "particles":
-        return ("--norm layer needs --method exact, reduced or discrete (the particle SDE is "
-                "the RMS one)")
+        return ("`norm='layer'` needs `method` exact, reduced or discrete (the particle SDE "
+                "is the RMS one)")
     return None
 
 

@@ -41,7 +41,7 @@ def _stored(spec: AbstractChunkedSpec, out: Path, name: str, points: list[dict],
     outside = sweep.outside(points)
     if outside and not options.prune:
         return set(), {}, (f"{sweep.csv_path} holds {len(outside)} finished point(s) outside "
-                           "the requested grid; pass --prune to drop them")
+                           "the requested grid; pass `prune=True` to drop them")
     done = {i for i, p in enumerate(points) if sweep.is_done(p)}
     partial = {i: len(sweep.stored_chunks(p)) for i, p in enumerate(points) if i not in done}
     return done, partial, None
@@ -81,7 +81,7 @@ def plan_lines(spec: AbstractChunkedSpec, out: Path, name: str, options: Any) ->
     lines.append(f"  points: {len(left_points)} to compute of {len(points)} "
                  f"({len(done)} stored)")
     lines.append(f"  chunks: {chunks_left} to compute, {len(sizes)} per point of "
-                 f"{sizes[0]} trajectories (--chunk-size {options.chunk_size})")
+                 f"{sizes[0]} trajectories (`chunk_size={options.chunk_size}`)")
     lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps"
                  f"{' on average' if spec.varying_steps() else ''})")
     if work == 0 or not left_points:

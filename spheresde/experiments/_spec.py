@@ -268,11 +268,11 @@ class ExperimentSpec(abc.ABC):
             try:
                 typed = spec_field.kind.coerce(value)
             except (TypeError, ValueError) as err:
-                raise BadParameters(f"{spec_field.flag}: {err}") from None
+                raise BadParameters(f"`{spec_field.name}`: {err}") from None
             object.__setattr__(self, spec_field.name, typed)
             message = problem(spec_field.kind, spec_field.check, typed)
             if message:
-                raise BadParameters(f"{spec_field.flag}: {message}")
+                raise BadParameters(f"`{spec_field.name}`: {message}")
         for rule in self.rules:
             message = rule(self)
             if message:

@@ -74,8 +74,8 @@ class RunOptions:
 
     def __post_init__(self):
         if self.workers and self.scheduler is not None:
-            raise BadParameters("workers starts a local Dask cluster and scheduler uses an "
-                                "existing one: give one of them")
+            raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
+                                "an existing one: give one of them")
 
 
 def _store(spec: AbstractSweepSpec, out: str | os.PathLike, name: str, options: RunOptions,

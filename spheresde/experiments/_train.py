@@ -33,7 +33,7 @@ from ._spec import (
 
 def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
     if spec.dataset == "cifar10" and not spec.data_dir:
-        return ("--dataset cifar10 needs --data-dir DIR, a folder with the CIFAR-10 "
+        return ("`dataset='cifar10'` needs `data_dir`, a folder with the CIFAR-10 "
                 "python-version batches (https://www.cs.toronto.edu/~kriz/cifar.html); "
                 "nothing is downloaded")
     return None
@@ -41,14 +41,14 @@ def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
 
 def _digits_take_no_folder(spec: TrainSpec) -> str | None:
     if spec.dataset == "digits" and spec.data_dir:
-        return ("--data-dir is not used by --dataset digits (scikit-learn ships them); "
-                "drop it, or pass --dataset fashion-mnist or cifar10")
+        return ("`data_dir` is not used by `dataset='digits'` (scikit-learn ships them); "
+                "drop it, or pass `dataset` fashion-mnist or cifar10")
     return None
 
 
 def _subset_is_for_fashion(spec: TrainSpec) -> str | None:
     if spec.subset and spec.dataset != "fashion-mnist":
-        return (f"--subset is used by --dataset fashion-mnist only (--dataset {spec.dataset} "
+        return (f"`subset` is used by `dataset='fashion-mnist'` only (`dataset='{spec.dataset}'` "
                 "trains on all its images); drop it")
     return None
 

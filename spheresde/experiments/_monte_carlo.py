@@ -39,10 +39,14 @@ class Simulation:
 def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
     """A rule of the Monte Carlo specs: the horizon is at least one layer,
     ``round(T L) >= 1`` (a spec without Monte Carlo does not use it, so it is unchecked)."""
-    if not spec.monte_carlo() or round(spec.horizon * spec.layers) >= 1:
+    if not spec.monte_carlo():
         return None
-    return (f"`horizon={spec.horizon:g}` with `layers={spec.layers}` is round(T*L) = 0 "
-            f"layers; give `horizon` >= {1 / spec.layers:g} (one layer)")
+    try:
+        network_depth(spec.horizon, spec.layers)
+    except ValueError:
+        return (f"`horizon={spec.horizon:g}` with `layers={spec.layers}` is round(T*L) = 0 "
+                f"layers; give `horizon` >= {1 / spec.layers:g} (one layer)")
+    return None
 
 
 class AbstractMonteCarloSpec(AbstractChunkedSpec):

@@ -123,7 +123,7 @@ def load_cifar10(data_dir: str | Path) -> ImageData:
     folder = Path(data_dir)
     if not folder.is_dir():
         raise DatasetError(
-            f"--data-dir {data_dir}: no such folder; expected the CIFAR-10 python-version "
+            f"`data_dir='{data_dir}'`: no such folder; expected the CIFAR-10 python-version "
             f"files {', '.join(CIFAR10_FILES)} there (download cifar-10-python.tar.gz from "
             f"{CIFAR10_URL} and unpack it; nothing is downloaded for you)")
     batches = [_read_batch(folder / name) for name in CIFAR10_FILES]
@@ -139,7 +139,7 @@ def load_cifar10(data_dir: str | Path) -> ImageData:
 def _fashion_expected(folder: Path) -> str:
     return (f"expected the Fashion-MNIST IDX files {', '.join(FASHION_MNIST_FILES)} (gzip, "
             f"or plain without .gz) in {folder}; on Debian or Ubuntu `apt-get install "
-            f"dataset-fashion-mnist` puts them in {FASHION_MNIST_DIR}, or pass --data-dir DIR")
+            f"dataset-fashion-mnist` puts them in {FASHION_MNIST_DIR}, or pass `data_dir`")
 
 
 def read_idx(path: str | Path, ndim: int) -> np.ndarray:
@@ -198,7 +198,8 @@ def holds(folder: str | Path, dataset: str) -> bool:
         return all(_idx_candidate(folder, name) for name in FASHION_MNIST_FILES)
     if dataset == "cifar10":
         return all((folder / name).is_file() for name in CIFAR10_FILES)
-    raise DatasetError(f"--dataset {dataset}: no files to look for; use fashion-mnist or cifar10")
+    raise DatasetError(f"`dataset='{dataset}'`: no files to look for; use fashion-mnist or "
+                       "cifar10")
 
 
 def _fashion_split(folder: Path, images: str, labels: str) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +223,7 @@ def load_fashion_mnist(data_dir: str | Path = FASHION_MNIST_DIR, *, subset: int 
     """
     folder = Path(data_dir)
     if not folder.is_dir():
-        raise DatasetError(f"--data-dir {data_dir}: no such folder; "
+        raise DatasetError(f"`data_dir='{data_dir}'`: no such folder; "
                            f"{_fashion_expected(folder)}")
     x_train, y_train = _fashion_split(folder, *FASHION_MNIST_FILES[:2])
     x_val, y_val = _fashion_split(folder, *FASHION_MNIST_FILES[2:])
@@ -247,17 +248,18 @@ def load_dataset(name: str, *, seed: int, data_dir: str | Path | None = None,
         return load_fashion_mnist(data_dir or FASHION_MNIST_DIR, subset=subset, seed=seed)
     if name == "cifar10":
         if not data_dir:
-            raise DatasetError(f"--dataset cifar10 needs --data-dir DIR, a folder with the "
+            raise DatasetError(f"`dataset='cifar10'` needs `data_dir`, a folder with the "
                                f"python-version batches from {CIFAR10_URL}")
         return load_cifar10(data_dir)
-    raise DatasetError(f"--dataset {name}: unknown data set; use one of {', '.join(DATASETS)}")
+    raise DatasetError(f"`dataset='{name}'`: unknown data set; use one of "
+                       f"{', '.join(DATASETS)}")
 
 
 def patchify(images: np.ndarray, patch: int) -> np.ndarray:
     """Cut ``(N, H, W, C)`` images into ``(N, (H/patch) (W/patch), patch^2 C)`` tokens."""
     n, h, w, c = images.shape
     if h % patch or w % patch:
-        raise DatasetError(f"--patch {patch} does not divide the {h} x {w} images")
+        raise DatasetError(f"`patch={patch}` does not divide the {h} x {w} images")
     x = images.reshape(n, h // patch, patch, w // patch, patch, c).transpose(0, 1, 3, 2, 4, 5)
     return x.reshape(n, (h // patch) * (w // patch), patch * patch * c)
 

@@ -1,15 +1,9 @@
 """The ``spheresde`` command: reproduce the paper's experiments from the shell.
 
-Subcommands
------------
-``phase``      Figure 3: probability that two tokens end antipodal, against beta, per dimension d.
-``hybrid``     Figure 4: dominant outcome of the hybrid dynamics in the (beta, eps) plane.
-``dominance``  Figure 4 over n and d: the edge eps*(beta) where antipodal overtakes single.
-``tokens``     antipodal formations of n > 2 tokens, and the sizes of the two clusters.
-``train``      Figure 2: train a classifier made of the paper's layer, V constant / random /
-               identity at initialization (digits, or CIFAR-10 from a local folder).
-``field``      Figure 1: the attention field on the circle and its tangent projection.
-``reproduce``  all of the above, the ``proofs_check`` report and ``REPORT.md``.
+One sub-command per experiment of :data:`spheresde.experiments.SPECS` (``spheresde
+--help`` lists them with their one-line summaries); the paper's are ``phase`` (Figure 3),
+``hybrid`` and ``dominance`` (Figure 4), ``tokens``, ``train`` (Figure 2), ``field`` (Figure 1) and
+``reproduce`` (all of them, the ``proofs_check`` report and ``REPORT.md``).
 
 The options of each subcommand are the fields of its spec in
 :mod:`spheresde.experiments` (type, default, help and validity check are declared there
@@ -43,14 +37,43 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .experiments import SPECS, BadParameters, ParameterMismatch, StoreWarning, run
+from .experiments import (
+    SPECS,
+    BadParameters,
+    ParameterMismatch,
+    RunOptions,
+    StoreWarning,
+    plan,
+    run,
+)
 from .experiments._spec import SpecField, problem
-from .experiments._sweep import RunOptions
-from .experiments.registry import CHUNKED, STORED
 
 # how to run, not what: never in a spec
 RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run",
                "wait", "prune", "debug")
+
+
+_PARAMETER = re.compile(r"`(?P<name>[a-z_]+)(?:=(?P<value>[^`]*))?`")
+
+
+def in_flags(message: str) -> str:
+    """A message of the library in the command line's words, the one translation: the
+    library names a parameter `name=value` or `name` (backticks), which becomes
+    ``--name value`` (a quoted value unquoted; `name=True`, a switch, ``--name``) or
+    ``--name``; backticked text that is no parameter of a sub-command stays."""
+    names = {f.name for spec_cls in SPECS.values() for f in spec_cls.spec_fields()}
+    names |= set(RUN_OPTIONS)
+
+    def spelled(match: re.Match) -> str:
+        name, value = match["name"], match["value"]
+        if name not in names:
+            return match[0]
+        flag = "--" + name.replace("_", "-")
+        if value is None or value == "True":
+            return flag
+        return f"{flag} {value.strip(chr(39))}"
+
+    return _PARAMETER.sub(spelled, message)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -107,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
         p.add_argument("--debug", action="store_true",
                        help="on a fault, show the traceback instead of one line")
-        if command in STORED:
+        if spec_cls.stores:
             p.add_argument("--overwrite", action="store_true",
                            help="replace a stored sweep made with other parameters, or one "
                                 "that fails its check (the same parameters resume)")
@@ -117,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--wait", action="store_true",
                            help="wait for another run writing the same sweep to finish "
                                 "(without it the second run refuses)")
-        if command in CHUNKED:
+        if spec_cls.runs_in_chunks:
             p.add_argument("--chunk-size", type=_positive("--chunk-size"),
                            default=RunOptions.chunk_size, metavar="N",
                            help="trajectories per chunk, the unit of work, saving and seeding "
@@ -213,9 +236,9 @@ def _main(argv: list[str], where: dict[str, str]) -> int:
     try:
         spec = args.spec_cls(**values)
     except BadParameters as err:
-        sub.error(str(err))
+        sub.error(in_flags(str(err)))
     given = {name: getattr(args, name) for name in RUN_OPTIONS
-             if name not in ("out", "debug") and hasattr(args, name)}  # those offered
+             if name not in ("out", "debug", "dry_run") and hasattr(args, name)}  # offered
     if given.get("workers") and given.get("scheduler"):
         sub.error("--workers starts a local cluster and --scheduler uses another: give one")
     options = RunOptions(**given)
@@ -229,12 +252,13 @@ def _main(argv: list[str], where: dict[str, str]) -> int:
                 warnings.simplefilter("ignore", RuntimeWarning)
             warnings.simplefilter("always", StoreWarning)  # shown, as one line:
             warnings.showwarning = _one_line(args.command)  # restored on leaving
-            lines = run(spec, out, options=options)
+            lines = (plan(spec, out, options) if args.dry_run
+                     else run(spec, out, options).summary())
     except (ParameterMismatch, BadParameters) as err:
-        sub.error(str(err))
+        sub.error(in_flags(str(err)))
     if not args.quiet or args.dry_run:
         for line in lines:
-            print(line)
+            print(in_flags(line))
     return 0
 
 
@@ -242,8 +266,8 @@ def _one_line(command: str):
     """A ``warnings.showwarning`` that prints the warning's message as one line."""
 
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"spheresde {command}: warning: {message}", file=sys.stderr if file is None
-              else file)
+        print(f"spheresde {command}: warning: {in_flags(str(message))}",
+              file=sys.stderr if file is None else file)
 
     return show
 
@@ -285,7 +309,7 @@ def _fault_line(command: str, out: str, err: BaseException) -> str:
     return f"spheresde {command}: {what}; {safe}, re-run the same command to resume"
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "in_flags", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,7 +32,7 @@ def test_layernorm_inputs_are_checked():
                                    horizon=1.0, trajectories=1, norm="batch")
     with pytest.raises(ValueError, match="norm must be 'rms' or 'layer'"):
         two_token_dimension(5, "batch")
-    with pytest.raises(BadParameters, match="--norm layer needs"):
+    with pytest.raises(BadParameters, match="`norm='layer'` needs"):
         PhaseSpec(norm="layer", method="particles")
     assert PhaseSpec(norm="layer", method="discrete").norm == "layer"
 

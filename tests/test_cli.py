@@ -220,12 +220,13 @@ def test_monte_carlo_agrees_with_exact(tmp_path, sizes):
     sqrt(p (1-p) / N), so that a point with no antipodal sample is still judged against
     its exact error bar.
     """
-    from spheresde.experiments import PhaseSpec, run_phase
+    from spheresde.experiments import PhaseSpec, RunOptions, run_sweep
     from spheresde.experiments._agreement import agreement_band
 
     grid = {"dims": (4, 6), "betas": (0.5, 1.0, 2.0, 3.0)}
-    exact = run_phase(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet=True).rows
-    mc = run_phase(PhaseSpec(**grid, **sizes), tmp_path / "mc", quiet=True).rows
+    quiet = RunOptions(quiet=True)
+    exact = run_sweep(PhaseSpec(**grid, method="exact"), tmp_path / "exact", quiet).rows
+    mc = run_sweep(PhaseSpec(**grid, **sizes), tmp_path / "mc", quiet).rows
     assert len(mc) == len(exact) == 8
     for e, m in zip(exact, mc, strict=True):
         assert (e.d, e.beta) == (m.d, m.beta)
@@ -307,9 +308,13 @@ def test_quiet_silences_numerical_runtime_warnings(tmp_path, monkeypatch):
 
     import spheresde.cli as cli
 
-    def run(spec, out, *, options):
+    class Quiet:
+        def summary(self):
+            return []
+
+    def run(spec, out, options):
         warnings.warn("overflow encountered in betainc", RuntimeWarning, stacklevel=1)
-        return []
+        return Quiet()
 
     monkeypatch.setattr(cli, "run", run)
     assert cli.main(["field", "--out", str(tmp_path), "--quiet"]) == 0
@@ -327,3 +332,19 @@ def test_beta_is_the_inverse_temperature_in_every_help():
     for command, sub in commands.items():
         text = " ".join(sub.format_help().split())
         assert not re.search(r"(?<!inverse )temperature", text), command
+
+
+@pytest.mark.parametrize(("library", "cli"), [
+    ("`horizon=0.01` with `layers=20` is 0 layers; give `horizon` >= 0.05",
+     "--horizon 0.01 with --layers 20 is 0 layers; give --horizon >= 0.05"),
+    ("pass `overwrite=True` to replace it, or another `out`",
+     "pass --overwrite to replace it, or another --out"),
+    ("`data_dir='/x y'`: no such folder; `max_horizon=5` `chunk_size=16`",
+     "--data-dir /x y: no such folder; --max-horizon 5 --chunk-size 16"),
+    ("`norm='layer'` needs `method` exact; `apt-get install x` stays",
+     "--norm layer needs --method exact; `apt-get install x` stays"),
+])
+def test_library_messages_name_parameters_and_the_cli_spells_them_as_flags(library, cli):
+    from spheresde.cli import in_flags
+
+    assert in_flags(library) == cli

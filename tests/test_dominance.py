@@ -32,9 +32,9 @@ def test_default_hybrid_horizon_is_unchanged_at_every_eps():
 
 
 def test_a_cap_below_the_base_horizon_is_refused():
-    with pytest.raises(BadParameters, match="--max-horizon"):
+    with pytest.raises(BadParameters, match="`max_horizon=10` is below `horizon=20`"):
         DominanceSpec(horizon=20.0, max_horizon=10.0)
-    with pytest.raises(BadParameters, match="--horizon-scale"):
+    with pytest.raises(BadParameters, match="`horizon_scale`"):
         HybridSpec(horizon_scale=-1.0)
 
 
@@ -185,10 +185,10 @@ def read(path):
 
 @pytest.mark.slow  # compiles the network for each (n, eps): ~15 s
 def test_a_tiny_dominance_sweep_end_to_end(tmp_path):
-    from spheresde.experiments import run
+    from spheresde.experiments import RunOptions, run
 
     spec = SCALES["smoke"]["dominance"]
-    lines = run(spec, tmp_path, quiet=True)
+    lines = run(spec, tmp_path, RunOptions(quiet=True)).summary()
     assert "dominance.png" in lines[0]
     table = read(tmp_path / "dominance.csv")
     assert len(table) == len(spec.points())
@@ -202,14 +202,14 @@ def test_a_tiny_dominance_sweep_end_to_end(tmp_path):
     assert len(read(tmp_path / "dominance_fits.csv")) == 2
     # a rerun resumes: nothing computed again, the same table
     before = (tmp_path / "dominance.csv").read_text()
-    run(spec, tmp_path, quiet=True)
+    run(spec, tmp_path, RunOptions(quiet=True))
     meta = json.loads((tmp_path / "dominance.json").read_text())
     assert meta["runs"][-1]["points_computed"] == 0
     assert (tmp_path / "dominance.csv").read_text() == before
 
 
 def test_a_hybrid_point_simulates_and_echoes_its_own_horizon(monkeypatch):
-    from spheresde.experiments import _hybrid, _simulate
+    from spheresde.experiments import _monte_carlo
 
     seen = {}
 
@@ -217,11 +217,11 @@ def test_a_hybrid_point_simulates_and_echoes_its_own_horizon(monkeypatch):
         seen.update(sizes)
         return {"outcomes": [5, 3, 2], "minority": [0, 3], "steps": 0}
 
-    monkeypatch.setattr(_simulate, "simulate_counts", fake_counts)
+    monkeypatch.setattr(_monte_carlo, "simulate_counts", fake_counts)
     spec = HybridSpec(horizon=10.0, horizon_scale=2.0, max_horizon=500.0, layers=10)
     point = {"beta": 3.0, "eps": 0.1}
-    counts = _hybrid._chunk(spec, point, 0, 10)
+    counts = spec.chunk(point, 0, 10)
     assert seen["horizon"] == 200.0
-    row = _hybrid._finish(spec, point, [counts])
+    row = spec.finish(point, [counts])
     assert row.horizon == 200.0
     assert (row.p_single, row.p_antipodal, row.p_undecided) == (0.5, 0.3, 0.2)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from spheresde.cli import main
-from spheresde.experiments import BadParameters, ParameterMismatch, Sweep
+from spheresde.experiments import BadParameters, ParameterMismatch, PhaseSpec, Sweep
 
 DATA = Path(__file__).parent / "data"
 # three points of the t -> infinity law: a quadrature each, no compilation
@@ -90,7 +90,7 @@ def test_an_interrupted_overwrite_resumes(tmp_path, monkeypatch, capsys):
     import spheresde.experiments._phase as phase
 
     assert exact(tmp_path, "0.5,1,2", "--sigma", "2") == 0  # another sweep, to be replaced
-    finish, calls = phase._finish, []
+    finish, calls = phase.PhaseSpec.finish, []
 
     def dies_at_third(spec, point, counts):
         calls.append(point)
@@ -98,10 +98,10 @@ def test_an_interrupted_overwrite_resumes(tmp_path, monkeypatch, capsys):
             raise KeyboardInterrupt
         return finish(spec, point, counts)
 
-    monkeypatch.setattr(phase, "_finish", dies_at_third)
+    monkeypatch.setattr(phase.PhaseSpec, "finish", dies_at_third)
     assert exact(tmp_path, "0.5,1,2", "--overwrite") == 130
     assert "interrupted; finished grid points are saved" in capsys.readouterr().err
-    monkeypatch.setattr(phase, "_finish", finish)
+    monkeypatch.setattr(phase.PhaseSpec, "finish", finish)
     assert exact(tmp_path, "0.5,1,2", "--overwrite") == 0  # the same parameters: resumes
     runs = json.loads((tmp_path / "phase.json").read_text())["runs"]
     assert [r["points_computed"] for r in runs] == [2, 1]
@@ -168,7 +168,7 @@ def test_a_damaged_csv_is_refused_naming_file_row_and_remedy(tmp_path, no_fsync,
     path.write_text(damaged)
     with pytest.raises(ParameterMismatch) as refusal:
         store(tmp_path)
-    assert str(refusal.value) == (f"{path}: {says}; restore the file, or pass --overwrite to "
+    assert str(refusal.value) == (f"{path}: {says}; restore the file, or pass `overwrite=True` to "
                                   "compute the sweep afresh")
     assert path.read_text() == damaged  # refused, nothing rewritten
     assert store(tmp_path, overwrite=True).run(GRID, point, quiet=True) == [point(p) for p in GRID]
@@ -184,7 +184,7 @@ def test_a_damaged_json_is_refused(tmp_path, no_fsync, content, says):
     stored(tmp_path)
     path = tmp_path / "toy.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    with pytest.raises(ParameterMismatch, match=f"^{path}: {says}.*pass --overwrite"):
+    with pytest.raises(ParameterMismatch, match=f"^{path}: {says}.*pass `overwrite=True`"):
         store(tmp_path)
 
 
@@ -249,8 +249,8 @@ def test_a_damaged_chunk_cache_is_discarded_and_recomputed(tmp_path, no_fsync, c
 
 
 def v0_store(out):
-    """The store of the sweep in tests/data/sweep_v0, opened as run_phase opens it."""
-    from spheresde.experiments import PhaseRow, PhaseSpec
+    """The store of the sweep in tests/data/sweep_v0, opened as run_sweep opens it."""
+    from spheresde.experiments import PhaseRow
 
     spec = PhaseSpec(dims=(3, 4), betas=(0.5, 1.0), trajectories=8, layers=2, horizon=1.0)
     return spec, Sweep(out, "phase", spec.params(), PhaseRow, ("d", "beta"),
@@ -448,8 +448,9 @@ def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_p
             assert "outcomes [0, 500, 4] are not 3 non-negative counts that sum to 4" in err[0]
 
 
-def kills_its_worker(spec, point, k, size):
-    os._exit(1)  # a worker that dies on every chunk it is given (out of memory, say)
+class KillsItsWorker(PhaseSpec):
+    def chunk(self, point, k, size):
+        os._exit(1)  # a worker that dies on every chunk it is given (out of memory, say)
 
 
 @pytest.mark.slow
@@ -460,10 +461,10 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     import cloudpickle
     import dask
 
-    import spheresde.experiments._phase as phase
+    from spheresde.experiments import SPECS
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import it
-    monkeypatch.setattr(phase, "_chunk", kills_its_worker)
+    monkeypatch.setitem(SPECS, "phase", KillsItsWorker)
     # a chunk is given up after it killed 2 workers (Dask's default: 4)
     monkeypatch.setitem(dask.config.config["distributed"]["scheduler"], "allowed-failures", 1)
     try:

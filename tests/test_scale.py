@@ -206,8 +206,7 @@ def test_workers_give_the_serial_csv_byte_for_byte_even_when_one_dies(tmp_path):
 def test_report_states_the_networks_mean_signed_z_against_its_limit():
     # two points at p = 0.5 with 10,000 trajectories (se 0.005): offsets -0.01 and -0.02
     # are z = -2 and -4, mean -3.00; a point with p = 0 (no error bar) is left out
-    from spheresde.experiments._phase import PhaseRow
-    from spheresde.experiments._report import _network_offset
+    from spheresde.experiments._phase import PhaseRow, _network_offset
 
     def row(p_mc, p, own=float("nan")):
         return PhaseRow(d=4, beta=1.0, p_antipodal=p_mc, p_single=1 - p_mc, p_undecided=0.0,

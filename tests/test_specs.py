@@ -73,16 +73,16 @@ def test_values_are_coerced_to_the_declared_types():
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
-        ({"dims": (1,)}, "--dims: '1' must be >= 2"),
-        ({"dims": ()}, "--dims: the list is empty"),
+        ({"dims": (1,)}, "`dims`: '1' must be >= 2"),
+        ({"dims": ()}, "`dims`: the list is empty"),
         ({"betas": (1.0, 1.0)}, "repeats a value"),
-        ({"trajectories": 0}, "--trajectories: '0' must be > 0"),
-        ({"horizon": -1.0}, "--horizon: '-1.0' must be > 0"),
-        ({"horizon": float("nan")}, "--horizon"),
-        ({"tol": 1.0}, "--tol: '1.0' must be in [1.1e-16, 1)"),
+        ({"trajectories": 0}, "`trajectories`: '0' must be > 0"),
+        ({"horizon": -1.0}, "`horizon`: '-1.0' must be > 0"),
+        ({"horizon": float("nan")}, "`horizon`"),
+        ({"tol": 1.0}, "`tol`: '1.0' must be in [1.1e-16, 1)"),
         ({"method": "magic"}, "'magic' is not one of exact, reduced, particles, discrete"),
-        ({"trajectories": 2.5}, "--trajectories: expected an integer"),
-        ({"dims": 4}, "--dims: expected a sequence"),
+        ({"trajectories": 2.5}, "`trajectories`: expected an integer"),
+        ({"dims": 4}, "`dims`: expected a sequence"),
     ],
 )
 def test_bad_values_say_which_parameter_and_why(kwargs, says):
@@ -126,7 +126,7 @@ def test_one_new_field_reaches_the_cli_the_metadata_and_the_command_line(monkeyp
     assert spec.params() == {"betas": [1.0], "damping": 2.0}
     assert spec.echo() == {"damping": 2.0}
     assert spec.command_line() == "spheresde extended --betas 1.0 --damping 2.0"
-    with pytest.raises(BadParameters, match=r"--damping: .-1\.0. must be >= 0"):
+    with pytest.raises(BadParameters, match=r"`damping`: .-1\.0. must be >= 0"):
         _Extended(damping=-1.0)
 
 

@@ -198,7 +198,7 @@ def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
     calls.clear()
     smaller = [p for p in grid() if p["a"] > 1]
     with pytest.raises(ParameterMismatch, match=r"2 finished point\(s\) outside .*a=1 b=0.5"
-                                                r".*--prune"):
+                                                r".*`prune=True`"):
         sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
             smaller, lambda p: 3, chunk_counts, finish, quiet=True)
     assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"1", "2", "3"}

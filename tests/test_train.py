@@ -27,14 +27,8 @@ from spheresde._datasets import (
     patchify,
     read_idx,
 )
-from spheresde.experiments import Sweep
-from spheresde.experiments._train import (
-    TrainRow,
-    TrainSpec,
-    convergence,
-    paired_differences,
-    run_train,
-)
+from spheresde.experiments import RunOptions, Sweep, run_sweep
+from spheresde.experiments._train import TrainRow, TrainSpec, convergence, paired_differences
 
 
 def model(key, weights, *, layers=3, d=6, patches=5, patch_size=4, sigma=1.0):
@@ -187,7 +181,7 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
     (["--data-dir", "/tmp"], "--data-dir is not used by --dataset digits"),
     (["--subset", "100"], "--subset is used by --dataset fashion-mnist only"),
     (["--layers", "4,0"], "must be > 0"),
-    (["--dataset", "cifar10"], "needs --data-dir DIR"),
+    (["--dataset", "cifar10"], "needs --data-dir, a folder"),
     (["--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "no such folder"),
     (["--epochs", "-1"], "must be > 0"),
     (["--layers", "0"], "must be > 0"),
@@ -214,10 +208,10 @@ def test_interrupted_training_resumes_to_the_uninterrupted_csv(tmp_path, monkeyp
     from spheresde.experiments import _train
 
     spec = TrainSpec(**TINY)
-    whole = run_train(spec, tmp_path / "whole", quiet=True)
+    whole = run_sweep(spec, tmp_path / "whole", RunOptions(quiet=True))
     assert len(whole.rows) == 2 * 2 * 3  # weights x seeds x (init + 2 epochs)
 
-    real, calls = _train._run, []
+    real, calls = _train.train_run, []
 
     def interrupted(spec, point, *, quiet):
         calls.append(point)
@@ -225,11 +219,11 @@ def test_interrupted_training_resumes_to_the_uninterrupted_csv(tmp_path, monkeyp
             raise KeyboardInterrupt
         return real(spec, point, quiet=quiet)
 
-    monkeypatch.setattr(_train, "_run", interrupted)
+    monkeypatch.setattr(_train, "train_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_train(spec, tmp_path / "cut", quiet=True)
-    monkeypatch.setattr(_train, "_run", real)
-    run_train(spec, tmp_path / "cut", quiet=True)
+        run_sweep(spec, tmp_path / "cut", RunOptions(quiet=True))
+    monkeypatch.setattr(_train, "train_run", real)
+    run_sweep(spec, tmp_path / "cut", RunOptions(quiet=True))
     assert (tmp_path / "cut" / "train.csv").read_text() == \
         (tmp_path / "whole" / "train.csv").read_text()
     meta = json.loads((tmp_path / "cut" / "train.json").read_text())
@@ -437,12 +431,12 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
                         "layers": (3,)})
     first, *others = [p for p in spec.points() if p["seed"] == 0][:1] + \
         [p for p in spec.points() if p["seed"] == 1 and p["weights"] != "random"]
-    _train._run(spec, first, quiet=True)
+    _train.train_run(spec, first, quiet=True)
     jax.config.update("jax_log_compiles", True)
     try:
         with caplog.at_level(logging.WARNING):
             for point in others:
-                _train._run(spec, point, quiet=True)
+                _train.train_run(spec, point, quiet=True)
     finally:
         jax.config.update("jax_log_compiles", False)
     compiled = [r.getMessage() for r in caplog.records if "XLA compilation of" in r.getMessage()]

@@ -2,24 +2,38 @@
 
 Each experiment is a frozen spec (:class:`PhaseSpec`, :class:`HybridSpec`,
 :class:`DominanceSpec`, :class:`TokensSpec`, :class:`TrainSpec`, :class:`FieldSpec`,
-:class:`ReproduceSpec`) and one function that runs it into an output directory
-(:func:`run_phase`, ...; :func:`run` dispatches). The ``spheresde`` command line is derived
-from the specs. Every sweep can be re-run to resume; its rows come back typed
-(:class:`PhaseRow`, :class:`HybridRow`, :class:`DominanceRow`, :class:`TokensRow`,
-:class:`TrainRow`). Importing this package imports the simulators' dependencies (JAX)
-through :mod:`spheresde`; the simulations themselves start only when a sweep runs.
+:class:`ReproduceSpec`); :func:`run` runs any of them into an output directory and
+:func:`plan` says what it would compute. A sweep's spec implements one declared interface
+(:class:`AbstractSweepSpec`: its points, its chunks or whole points, its figure, its
+section of the report), so that :func:`run_sweep` runs every sweep the same way. The
+``spheresde`` command line is derived from the specs (:data:`SPECS`). Every sweep can be
+re-run to resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
+:class:`DominanceRow`, :class:`TokensRow`, :class:`TrainRow`) in an
+:class:`AbstractResult`. Importing this package imports the simulators' dependencies
+(JAX) through :mod:`spheresde`; the simulations themselves start only when a sweep runs.
 """
 
 from __future__ import annotations
 
-from ._dominance import DominanceRow, DominanceSpec, run_dominance
+from ._dominance import DominanceRow, DominanceSpec
 from ._edges import EdgeRow, FitRow, dominance_edges
-from ._field import FieldSpec, run_field
-from ._hybrid import HybridRow, HybridSpec, run_hybrid
-from ._phase import PhaseRow, PhaseSpec, run_phase
-from ._reproduce import reproduce, run
+from ._field import FieldResult, FieldSpec, run_field
+from ._hybrid import HybridRow, HybridSpec
+from ._monte_carlo import AbstractMonteCarloSpec, Simulation
+from ._phase import PhaseRow, PhaseSpec
+from ._reproduce import ReproduceResult, plan, reproduce, run
 from ._scales import PAPER, QUICK, SCALES, SMOKE, ReproduceSpec
-from ._spec import BadParameters, ExperimentSpec, at_least, between, greater_than, param
+from ._spec import (
+    AbstractChunkedSpec,
+    AbstractPointSpec,
+    AbstractSweepSpec,
+    BadParameters,
+    ExperimentSpec,
+    at_least,
+    between,
+    greater_than,
+    param,
+)
 from ._store import (
     CorruptStore,
     ParameterMismatch,
@@ -31,8 +45,8 @@ from ._store import (
     format_value,
     point_seed,
 )
-from ._sweep import RunOptions, SweepResult
-from ._tokens import TokensRow, TokensSpec, run_tokens
+from ._sweep import AbstractResult, RunOptions, SweepResult, plan_sweep, run_sweep
+from ._tokens import TokensRow, TokensSpec
 from ._train import (
     Convergence,
     PairedDifference,
@@ -40,17 +54,20 @@ from ._train import (
     TrainSpec,
     convergence,
     paired_differences,
-    run_train,
 )
-from .registry import RUNNERS, SPECS
+from .registry import SPECS, register
 
 __all__ = [
     "PAPER",
     "QUICK",
-    "RUNNERS",
     "SCALES",
     "SMOKE",
     "SPECS",
+    "AbstractChunkedSpec",
+    "AbstractMonteCarloSpec",
+    "AbstractPointSpec",
+    "AbstractResult",
+    "AbstractSweepSpec",
     "BadParameters",
     "Convergence",
     "CorruptStore",
@@ -58,6 +75,7 @@ __all__ = [
     "DominanceSpec",
     "EdgeRow",
     "ExperimentSpec",
+    "FieldResult",
     "FieldSpec",
     "FitRow",
     "HybridRow",
@@ -66,8 +84,10 @@ __all__ = [
     "ParameterMismatch",
     "PhaseRow",
     "PhaseSpec",
+    "ReproduceResult",
     "ReproduceSpec",
     "RunOptions",
+    "Simulation",
     "StoreLocked",
     "StoreWarning",
     "Sweep",
@@ -86,13 +106,12 @@ __all__ = [
     "greater_than",
     "paired_differences",
     "param",
+    "plan",
+    "plan_sweep",
     "point_seed",
+    "register",
     "reproduce",
     "run",
-    "run_dominance",
     "run_field",
-    "run_hybrid",
-    "run_phase",
-    "run_tokens",
-    "run_train",
+    "run_sweep",
 ]

@@ -12,13 +12,13 @@ reference's slack. Every section of the report counts, and prints z, by these fu
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .._outcomes import binomial_stderr
-from ._dominance import DominanceRow
-from ._hybrid import HybridRow
-from ._phase import PhaseRow
 
-Row = PhaseRow | HybridRow | DominanceRow
+Row = Any
+"""A Monte Carlo row (``PhaseRow``, ``HybridRow``, ``DominanceRow``): ``p_antipodal``,
+``trajectories`` and ``reference()``, the probability it must match and its slack."""
 
 BAND = 4
 """Standard errors allowed: two-sided 6e-5 per point, so a false alarm stays rare over a
@@ -30,16 +30,13 @@ def reference(row: Row) -> tuple[float, float]:
 
     Figure 3 rows carry the law of the simulated chain itself at its own L, T and tol
     (``p_network``: the network for ``discrete``, the Euler chain for ``reduced``), else
-    the limit SDE's law at the run's own horizon and tol (``p_finite``), and dominance rows of two tokens its value at the row's horizon
-    (``p_exact_horizon``): the same classification at the same T, so no slack. Hybrid
+    the limit SDE's law at the run's own horizon and tol (``p_finite``), and dominance rows
+    of two tokens its value at the row's horizon (``p_exact_horizon``): the same
+    classification at the same T, so no slack. Hybrid
     rows only have the t -> inf value: the undecided mass may still end either way, so it
-    widens the band.
+    widens the band. Each row type says which (its ``reference()``), beside its columns.
     """
-    if isinstance(row, PhaseRow):
-        return (row.p_finite if math.isnan(row.p_network) else row.p_network), 0.0
-    if isinstance(row, DominanceRow):
-        return row.p_exact_horizon, 0.0
-    return row.p_exact, row.p_undecided
+    return row.reference()
 
 
 def standard_error(row: Row, p: float) -> float:
@@ -74,7 +71,7 @@ def mc_agreement(rows: list[Row]) -> tuple[int, int, float]:
     return ok, len(rows), worst
 
 
-def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
+def largest_z(rows: list[Row]) -> tuple[float, float]:
     """Largest ``|z|`` (:func:`z_score`) over Monte Carlo rows, against their
     :func:`reference` (the chain's own law, else the limit's at T) and against the
     t -> inf limit."""
@@ -82,7 +79,7 @@ def largest_z(rows: list[PhaseRow]) -> tuple[float, float]:
             max(abs(z_score(r, r.p_exact)) for r in rows))
 
 
-def z_summary(rows: list[PhaseRow], column: str) -> tuple[int, int, float, float]:
+def z_summary(rows: list[Row], column: str) -> tuple[int, int, float, float]:
     """Against the probabilities in ``column`` (``"p_finite"``, ``"p_network"``), over the
     rows where it lies in (0, 1): the points within :data:`BAND` standard errors, their
     number, the largest ``|z|`` and the mean signed ``z`` (:func:`z_score`)."""

@@ -116,9 +116,11 @@ def one_layer_moments(key, rho: float, layer: PairLayer, *, layers: int,
 
 def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, trajectories: int,
                   dtype=jnp.float64) -> np.ndarray:
-    r""":math:`\rho` at the horizon of ``trajectories`` runs of ``round(horizon * layers)``
-    layers from two independent uniform tokens (normalized by ``layer.norm`` first)."""
+    r""":math:`\rho` at the horizon of ``trajectories`` runs of
+    ``network_depth(horizon, layers)`` layers (the one rule for depth) from two
+    independent uniform tokens (normalized by ``layer.norm`` first)."""
     from .._geometry import sample_uniform
+    from .._network import network_depth
 
     start_key, path_key = jax.random.split(key)
     x0 = normalize(sample_uniform(start_key, (trajectories, 2), layer.d, dtype=dtype),
@@ -129,7 +131,7 @@ def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, traject
         def body(x, kk):
             return _step(kk, x, layer, h)[0], None
 
-        return jax.lax.scan(body, x, jax.random.split(k, round(horizon * layers)))[0]
+        return jax.lax.scan(body, x, jax.random.split(k, network_depth(horizon, layers)))[0]
 
     keys = jax.random.split(path_key, trajectories)
     final = jax.jit(jax.vmap(run))(keys, x0)

@@ -96,14 +96,14 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise BadParameters("--workers and --scheduler need dask.distributed: "
+        raise BadParameters("`workers` and `scheduler` need dask.distributed: "
                             "pip install 'spheresde[dask]'") from None
 
     if options.scheduler is not None:
         try:
             client = Client(options.scheduler, timeout="5s")
         except (OSError, TimeoutError, ValueError) as err:
-            raise BadParameters(f"--scheduler {options.scheduler}: cannot connect to a Dask "
+            raise BadParameters(f"`scheduler='{options.scheduler}'`: cannot connect to a Dask "
                                 f"scheduler there ({err})") from None
         with client:
             workers = len(client.scheduler_info().get("workers", {}))
@@ -111,9 +111,12 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
                                        f"({workers} workers at start)")
         return
     if options.workers < 1:
-        raise BadParameters(f"--workers must be >= 1, got {options.workers}")
+        raise BadParameters(f"`workers` must be >= 1, got {options.workers}")
+    # no dashboard; the scheduler's HTTP server (always started) on a free port, so that
+    # two local clusters on one machine do not contend for its default 8787
     with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                      silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers")
 

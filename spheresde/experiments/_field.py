@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ._plotting import ANTIPODAL, SINGLE, save, subplots
-from ._spec import BadParameters, ExperimentSpec, param
+from ._spec import BadParameters, ExperimentSpec, Section, param
 from ._store import atomic_write_text
+from ._sweep import AbstractResult
 
 FIELD_BETA_MAX = 5000.0
 """The largest beta of Figure 1: beyond about 5590 a query's attention on the other tokens
@@ -25,12 +27,34 @@ class FieldSpec(ExperimentSpec):
 
     command: ClassVar[str] = "field"
     summary: ClassVar[str] = "Figure 1: the attention field on the circle"
+    report_rank: ClassVar[int] = 10
 
     beta: float = param(
         1.0, "inverse temperature beta of the attention",
         check=lambda v: None if 0 <= v <= FIELD_BETA_MAX else
         f"must be in [0, {FIELD_BETA_MAX:g}] (beyond, the attention on the other tokens "
         "underflows and the tangent field is zero)")
+
+    @classmethod
+    def report_section(cls, results: Mapping[str, Any], notes: Mapping[str, str]) -> Section:
+        """Figure 1 (:func:`field_section`)."""
+        return field_section(results)
+
+
+@dataclass(frozen=True)
+class FieldResult(AbstractResult):
+    """Figure 1 as drawn: its spec, its files and the largest normal component of the
+    field before and after the tangent projection."""
+
+    spec: FieldSpec
+    png: Path
+    csv: Path
+    max_normal_before: float
+    max_normal_after: float
+
+    def summary(self) -> list[str]:
+        """``wrote field.png and field.csv``."""
+        return [f"wrote {self.png} and {self.csv}"]
 
 
 def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
@@ -63,7 +87,7 @@ def run_field(
     *,
     angles: tuple[float, ...] = (0.35 * np.pi, 1.15 * np.pi),
     points: int = 32,
-) -> dict:
+) -> FieldResult:
     """Draw ``out/field.png`` (two panels) and write the sampled field to ``out/field.csv``.
 
     ``angles`` place the fixed tokens :math:`X^1, X^2` on the circle (d = 2); Q = K = Id.
@@ -76,7 +100,7 @@ def run_field(
     others = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
     field, tangent = attention_field(beta, others, queries)
     if not (np.isfinite(field).all() and np.isfinite(tangent).all() and np.any(tangent)):
-        raise BadParameters(f"--beta {beta:g}: the attention field is not finite or its "
+        raise BadParameters(f"`beta={beta:g}`: the attention field is not finite or its "
                             "tangent projection is zero at these tokens; use a smaller beta")
 
     buf = io.StringIO()
@@ -115,9 +139,26 @@ def run_field(
     fig.suptitle(rf"Attention field on the circle, $d=2$, $\beta={beta:g}$, $Q=K=\mathrm{{Id}}$, "
                  r"$\mathbf{X}=(x, X^1, X^2)$")
     png = save(fig, out / "field.png")
-    return {
-        "png": png,
-        "csv": out / "field.csv",
-        "max_normal_before": float(np.max(np.abs(np.sum(field * queries, axis=-1)))),
-        "max_normal_after": float(np.max(np.abs(np.sum(tangent * queries, axis=-1)))),
-    }
+    return FieldResult(spec, png, out / "field.csv",
+                       float(np.max(np.abs(np.sum(field * queries, axis=-1)))),
+                       float(np.max(np.abs(np.sum(tangent * queries, axis=-1)))))
+
+
+def field_section(results: Mapping[str, Any]) -> Section:
+    """The section of Figure 1: the normal components before and after the projection."""
+    field = results["field"]
+    text = "\n".join([
+        "## Figure 1: the attention field on the circle",
+        "",
+        "**Paper.** Unnormalized attention A^U_beta(X, **X**) against its tangent projection "
+        "P_X[A^U]: the normalization keeps the flow on the sphere (d = 2, beta = 1, "
+        "Q = K = Id, **X** = (X, X^1, X^2)).",
+        "",
+        f"**Ours.** Largest normal component |<x, A^U(x)>| = {field.max_normal_before:.3f} "
+        f"before and {field.max_normal_after:.1e} after the projection "
+        "(`spheresde.attention`, `spheresde.project_tangent`).",
+        "",
+        "![Figure 1](field.png)",
+        "",
+    ])
+    return text, [("Figure 1 (attention field)", "reproduced (field.png)")]

@@ -14,12 +14,12 @@ assume N times the throughput of this process. Nothing is written.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
 
-from ._store import ParameterMismatch, Sweep
+from ._spec import AbstractChunkedSpec
+from ._store import ParameterMismatch, Sweep, chunk_sizes
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
@@ -27,46 +27,48 @@ PROBE_TRAJECTORIES = 256
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 
 
-def _stored(spec: Any, out: Path, name: str, row_type: type, points: list[dict],
-            grid: list[str], options: Any) -> tuple[set[int], dict[int, int], str | None]:
+def _stored(spec: AbstractChunkedSpec, out: Path, name: str, points: list[dict],
+            options: Any) -> tuple[set[int], dict[int, int], str | None]:
     """Indices of the stored points, stored chunk counts of the others, and a refusal."""
     if options.overwrite or not (out / f"{name}.json").exists():
         return set(), {}, None
+    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
     try:
-        sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]),
+        sweep = Sweep(out, name, spec.params(), spec.row_type, tuple(points[0]),
                       grid=grid, echo=spec.echo(), chunk_size=options.chunk_size, lock=False)
     except ParameterMismatch as err:
         return set(), {}, str(err)
     outside = sweep.outside(points)
     if outside and not options.prune:
         return set(), {}, (f"{sweep.csv_path} holds {len(outside)} finished point(s) outside "
-                           "the requested grid; pass --prune to drop them")
+                           "the requested grid; pass `prune=True` to drop them")
     done = {i for i, p in enumerate(points) if sweep.is_done(p)}
     partial = {i: len(sweep.stored_chunks(p)) for i, p in enumerate(points) if i not in done}
     return done, partial, None
 
 
-def _calibrate(spec: Any, point: dict, chunk: Any, steps: int,
+def _calibrate(spec: AbstractChunkedSpec, point: dict, steps: int,
                size: int) -> tuple[float, float]:
     """(compile seconds, trajectory-steps per second) of a chunk of ``size`` at ``point``
     with a short horizon."""
     short_steps = min(steps, CALIBRATION_STEPS)
-    fixed = {"horizon_scale": 0.0} if hasattr(spec, "horizon_scale") else {}  # T(eps) = T
-    short = dataclasses.replace(spec, horizon=short_steps / spec.layers, **fixed)
+    short = spec.shortened(short_steps)
     start = time.perf_counter()
-    chunk(short, point, 0, size)
+    short.chunk(point, 0, size)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    chunk(short, point, 0, size)
+    short.chunk(point, 0, size)
     second = time.perf_counter() - start
     return max(first - second, 0.0), size * short_steps / max(second, 1e-9)
 
 
-def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict], sizes: list[int],
-               steps: int, grid: list[str], chunk: Any, options: Any) -> list[str]:
-    """The lines ``--dry-run`` prints for one sweep (see the module docstring)."""
-    out = Path(out)
-    done, partial, refusal = _stored(spec, out, name, row_type, points, grid, options)
+def plan_lines(spec: AbstractChunkedSpec, out: Path, name: str, options: Any) -> list[str]:
+    """The lines ``--dry-run`` prints for the chunked sweep ``spec`` run as ``name`` with
+    ``options`` (a :class:`~._sweep.RunOptions`; see the module docstring)."""
+    points = spec.points()
+    sizes = chunk_sizes(spec.samples(), options.chunk_size) or [0]
+    steps = spec.steps()
+    done, partial, refusal = _stored(spec, out, name, points, options)
     lines = [f"{name}: {spec.command_line()}"]
     if refusal:
         return [*lines, f"  would refuse: {refusal}"]
@@ -79,13 +81,13 @@ def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict
     lines.append(f"  points: {len(left_points)} to compute of {len(points)} "
                  f"({len(done)} stored)")
     lines.append(f"  chunks: {chunks_left} to compute, {len(sizes)} per point of "
-                 f"{sizes[0]} trajectories (--chunk-size {options.chunk_size})")
+                 f"{sizes[0]} trajectories (`chunk_size={options.chunk_size}`)")
     lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps"
-                 f"{' on average' if getattr(spec, 'horizon_scale', 0) else ''})")
+                 f"{' on average' if spec.varying_steps() else ''})")
     if work == 0 or not left_points:
         lines.append("  estimated wall time: nothing to simulate")
         return lines
-    compile_s, rate = _calibrate(spec, left_points[0], chunk, steps,
+    compile_s, rate = _calibrate(spec, left_points[0], steps,
                                  min(sizes[0], CALIBRATION_TRAJECTORIES))
     parallel = max(1, options.workers)
     estimate = compile_s + work / rate / parallel
@@ -94,9 +96,8 @@ def plan_lines(spec: Any, out: Any, name: str, row_type: type, points: list[dict
     workers = '1 process' if parallel == 1 else f'{parallel} workers'
     lines.append(f"  estimated wall time: {_duration(estimate)} ({workers}, every step counted)")
     probes = left_points[::max(1, -(-len(left_points) // 3))][:3]
-    if getattr(spec, "absorb", 0.0) > 0 and (
-            len(probes) * PROBE_TRAJECTORIES * steps / rate <= PROBE_BUDGET):
-        simulated = sum(chunk(spec, p, 0, PROBE_TRAJECTORIES).get("steps", 0) for p in probes)
+    if spec.absorbs() and len(probes) * PROBE_TRAJECTORIES * steps / rate <= PROBE_BUDGET:
+        simulated = sum(spec.chunk(p, 0, PROBE_TRAJECTORIES).get("steps", 0) for p in probes)
         share = simulated / (len(probes) * PROBE_TRAJECTORIES * steps)
         lines.append(f"  early absorption: {share:.1%} of the steps simulated in "
                      f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")

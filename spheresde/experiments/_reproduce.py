@@ -8,17 +8,33 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ._field import FieldSpec, run_field
 from ._report import write_report
 from ._scales import SCALES, ReproduceSpec, training_data
-from ._spec import BadParameters, ExperimentSpec
+from ._spec import AbstractSweepSpec, BadParameters, ExperimentSpec
 from ._store import atomic_write_text
-from ._sweep import RunOptions, run_options
+from ._sweep import AbstractResult, RunOptions, plan_sweep, run_sweep
 from ._train import load_data
-from .registry import RUNNERS
+
+
+@dataclass(frozen=True)
+class ReproduceResult(AbstractResult):
+    """A finished ``reproduce``: its spec, the result of every run by name (the field and
+    the sweeps), ``REPORT.md``, the figures in the output directory and the wall time."""
+
+    spec: ReproduceSpec
+    results: dict[str, AbstractResult]
+    report: Path
+    figures: list[Path]
+    wall: float
+
+    def summary(self) -> list[str]:
+        """``wrote REPORT.md``, the figures and the wall time."""
+        return [f"wrote {self.report}", *(f"  {p}" for p in self.figures),
+                f"wall time {self.wall:.0f} s"]
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
@@ -46,53 +62,72 @@ def _tally(text: str) -> str:
     return found[-1].strip() if found else "no summary line"
 
 
-def reproduce(spec: ReproduceSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
-    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
-    ``REPORT.md``; with ``options.dry_run``, return the plan of every sweep instead."""
-    options = run_options(options, quiet=quiet, overwrite=overwrite)
-    quiet, overwrite = options.quiet, options.overwrite
-    out = Path(out)
+def _sweeps(spec: ReproduceSpec) -> tuple[dict[str, AbstractSweepSpec], dict[str, str]]:
+    """The sweeps of ``spec.scale`` by run name, with ``spec.seed``, and the notes of the
+    report (which data set Figure 2 trains on, and why)."""
     sweeps = {name: replace(preset, seed=spec.seed)
               for name, preset in SCALES[spec.scale].items() if preset is not None}
+    notes = {}
     if "train" in sweeps:  # the paper's data set, or the best stand-in at hand
-        sweeps["train"] = replace(sweeps["train"], **training_data(spec)[0])
+        fields, notes["train"] = training_data(spec)
+        sweeps["train"] = replace(sweeps["train"], **fields)
         load_data(sweeps["train"], spec.seed)  # a malformed data set fails before any sweep
-    if options.dry_run:
-        return [line for name, sweep in sweeps.items()
-                for line in RUNNERS[sweep.command](sweep, out, name=name, options=options)]
+    return sweeps, notes
+
+
+def reproduce(spec: ReproduceSpec, out: str | os.PathLike,
+              options: RunOptions | None = None) -> ReproduceResult:
+    """Run every experiment of ``spec.scale`` into ``out`` (resumable), then write
+    ``REPORT.md``."""
+    options = RunOptions() if options is None else options
+    out = Path(out)
+    sweeps, notes = _sweeps(spec)
     start = time.perf_counter()
-    field = FieldSpec()
-    results: dict = {"field": run_field(field, out)}
+    results: dict[str, AbstractResult] = {"field": run_field(FieldSpec(), out)}
     for name, sweep in sweeps.items():
-        results[name] = RUNNERS[sweep.command](sweep, out, name=name, options=options)
-    if not quiet:
+        results[name] = run_sweep(sweep, out, options, name=name)
+    if not options.quiet:
         print("running python -m proofs_check ...", file=sys.stderr)
-    proofs = proofs_check_report(out, overwrite=overwrite)
+    proofs = proofs_check_report(out, overwrite=options.overwrite)
     wall = time.perf_counter() - start
-    report = write_report(out, spec=spec, results=results, proofs=proofs, wall=wall)
-    lines = [f"wrote {report}"]
-    lines += [f"  {p}" for p in sorted(out.glob("*.png"))]
-    lines.append(f"wall time {wall:.0f} s")
-    return lines
+    report = write_report(out, spec=spec, results=results, proofs=proofs, wall=wall,
+                          notes=notes)
+    return ReproduceResult(spec, results, report, sorted(out.glob("*.png")), wall)
 
 
-def run(spec: ExperimentSpec, out: str | os.PathLike, *, quiet: bool = False,
-        overwrite: bool = False, options: RunOptions | None = None) -> list[str]:
-    """Run ``spec`` into the directory ``out``; return the lines that summarize what it wrote
-    (with ``options.dry_run``: the plan, and nothing written)."""
+def _checked_out(out: str | os.PathLike) -> None:
     if not os.fspath(out).strip():
         raise BadParameters("the output directory is empty; give one, e.g. 'results' "
                             "('.' for the current directory)")
-    options = run_options(options, quiet=quiet, overwrite=overwrite)
+
+
+def run(spec: ExperimentSpec, out: str | os.PathLike,
+        options: RunOptions | None = None) -> AbstractResult:
+    """Run ``spec`` into the directory ``out``: a sweep (:func:`run_sweep`), Figure 1
+    (:func:`run_field`) or everything (:func:`reproduce`); its ``summary()`` says what it
+    wrote."""
+    _checked_out(out)
     if isinstance(spec, ReproduceSpec):
-        return reproduce(spec, out, options=options)
+        return reproduce(spec, out, options)
     if isinstance(spec, FieldSpec):
-        if options.dry_run:
-            return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
-        info = run_field(spec, out)
-        return [f"wrote {info['png']} and {info['csv']}"]
-    result = RUNNERS[spec.command](spec, out, options=options)
-    if options.dry_run:
-        return result
-    return [f"wrote {result.csv}, {result.json} and {result.png}"]
+        return run_field(spec, out)
+    if isinstance(spec, AbstractSweepSpec):
+        return run_sweep(spec, out, options)
+    raise TypeError(f"{type(spec).__name__} is not an experiment that runs")
+
+
+def plan(spec: ExperimentSpec, out: str | os.PathLike,
+         options: RunOptions | None = None) -> list[str]:
+    """What :func:`run` would compute, as the lines ``--dry-run`` prints: the points and
+    chunks left, their trajectory-steps and a wall-time estimate. Nothing is written."""
+    _checked_out(out)
+    options = RunOptions() if options is None else options
+    if isinstance(spec, ReproduceSpec):
+        sweeps, _ = _sweeps(spec)
+        return [line for name, sweep in sweeps.items()
+                for line in plan_sweep(sweep, out, options, name=name)]
+    if isinstance(spec, FieldSpec):
+        return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
+    if isinstance(spec, AbstractSweepSpec):
+        return plan_sweep(spec, out, options)
+    raise TypeError(f"{type(spec).__name__} is not an experiment that runs")

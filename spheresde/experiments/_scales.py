@@ -11,7 +11,7 @@ little. Figure 2 (``train``) trains on scikit-learn's digits at quick and smoke 
 paper scale on CIFAR-10 when ``--data-dir`` holds it, else on Fashion-MNIST when it is
 installed, else on the digits. :class:`ReproduceSpec`, the
 spec of ``spheresde reproduce``, names one of these scales; it lives here, below the
-registry, the report and ``reproduce`` itself, which all need it.
+registry and ``reproduce`` itself, which both need it.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}
 
 def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
     if spec.data_dir and spec.scale != "paper":
-        return ("--data-dir is used by --scale paper only (quick and smoke train Figure 2 on "
-                "the digits)")
+        return ("`data_dir` is used by `scale='paper'` only (quick and smoke train Figure 2 "
+                "on the digits)")
     return None
 
 
@@ -104,6 +104,8 @@ class ReproduceSpec(ExperimentSpec):
 
     command: ClassVar[str] = "reproduce"
     summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
+    stores: ClassVar[bool] = True
+    runs_in_chunks: ClassVar[bool] = True
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
@@ -148,10 +150,10 @@ def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
                     "real-benchmark stand-in.")
         found = "holds neither" if Path(spec.data_dir).is_dir() else "no such folder; expected"
         raise BadParameters(
-            f"--data-dir {spec.data_dir}: {found} CIFAR-10's python-version batches "
+            f"`data_dir='{spec.data_dir}'`: {found} CIFAR-10's python-version batches "
             f"({', '.join(cifar)}) nor Fashion-MNIST's IDX files "
             f"({', '.join(fashion)}); unpack one of them there, or drop "
-            "--data-dir to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")
+            "`data_dir` to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")
     if _datasets.holds(fashion_dir, "fashion-mnist"):
         return ({"dataset": "fashion-mnist", **FASHION},
                 f"No `--data-dir` with CIFAR-10 was given, so Figure 2 trains on Fashion-MNIST "

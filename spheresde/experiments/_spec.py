@@ -19,15 +19,21 @@ seed the same random numbers).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
+import itertools
 import math
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
-from ._store import format_value
+from ._store import Counts, format_value
 
 Check = Callable[[Any], "str | None"]
+Section = tuple[str, list[tuple[str, str]]]
+"""A section of ``REPORT.md``: its Markdown text and its rows of the summary table
+(claim, our result)."""
 
 
 class BadParameters(ValueError):
@@ -89,15 +95,6 @@ ABSORB = {"help": "early absorption bound: a two-token trajectory stops once its
                   "returning to the classification boundary is below this (0: off; see "
                   "the scaling docs)",
           "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
-
-
-def at_least_one_layer(spec: Any) -> str | None:
-    """A rule of the simulated specs: the horizon is at least one layer, ``round(T L) >= 1``
-    (the horizon is unused, hence unchecked, by an ``exact`` method)."""
-    if getattr(spec, "method", None) == "exact" or round(spec.horizon * spec.layers) >= 1:
-        return None
-    return (f"--horizon {spec.horizon:g} with --layers {spec.layers} is round(T*L) = 0 "
-            f"layers; give --horizon >= {1 / spec.layers:g} (one layer)")
 
 
 # ---------------------------------------------------------------------------- field types
@@ -235,19 +232,35 @@ class SpecField:
 
 
 @dataclasses.dataclass(frozen=True)
-class ExperimentSpec:
+class ExperimentSpec(abc.ABC):
     """Base of the experiment specs (each a frozen dataclass, see the module docstring).
 
     Class attributes of every spec: ``command`` (the ``spheresde`` sub-command),
     ``summary`` (one line of help), ``rules`` (checks that involve several fields, each
-    ``spec -> message or None``) and ``unused`` (per ``method``, the fields that method
-    ignores: they are left out of the resume identity, the metadata and the CSV).
+    ``spec -> message or None``) and ``unused`` (per value of the spec's ``method`` field,
+    the fields that method ignores: they are left out of the resume identity, the
+    metadata and the CSV). ``report_rank`` orders the sections of ``REPORT.md`` (the
+    paper's order; a new experiment's section comes after the paper's). ``stores``: the
+    runs write resumable stores (they take ``overwrite``, ``prune`` and ``wait``);
+    ``runs_in_chunks``: their Monte Carlo runs in chunks (they take ``chunk_size``,
+    ``workers`` and ``scheduler``).
     """
 
     command: ClassVar[str]
     summary: ClassVar[str]
     rules: ClassVar[tuple[Callable[[Any], str | None], ...]] = ()
     unused: ClassVar[dict[str, tuple[str, ...]]] = {}
+    report_rank: ClassVar[int] = 100
+    stores: ClassVar[bool] = False
+    runs_in_chunks: ClassVar[bool] = False
+
+    @classmethod
+    def report_section(cls, results: Mapping[str, Any],
+                       notes: Mapping[str, str]) -> Section | None:
+        """The section of ``REPORT.md`` from the results of this experiment's runs (by
+        run name), or None for no section; ``notes`` are sentences of the whole run
+        by run name (for example, which data set a training run used and why)."""
+        return None
 
     def __post_init__(self):
         for spec_field in self.spec_fields():
@@ -255,11 +268,11 @@ class ExperimentSpec:
             try:
                 typed = spec_field.kind.coerce(value)
             except (TypeError, ValueError) as err:
-                raise BadParameters(f"{spec_field.flag}: {err}") from None
+                raise BadParameters(f"`{spec_field.name}`: {err}") from None
             object.__setattr__(self, spec_field.name, typed)
             message = problem(spec_field.kind, spec_field.check, typed)
             if message:
-                raise BadParameters(f"{spec_field.flag}: {message}")
+                raise BadParameters(f"`{spec_field.name}`: {message}")
         for rule in self.rules:
             message = rule(self)
             if message:
@@ -276,7 +289,7 @@ class ExperimentSpec:
         )
 
     def _used(self) -> list[SpecField]:
-        skip = self.unused.get(getattr(self, "method", None), ())
+        skip = self.unused.get(self.method, ()) if self.unused else ()
         return [f for f in self.spec_fields() if f.name not in skip
                 and not (f.added and getattr(self, f.name) == f.default)]
 
@@ -322,13 +335,117 @@ class ExperimentSpec:
         return cls(**values)
 
 
+
+class AbstractSweepSpec(ExperimentSpec):
+    """A resumable sweep: a grid of points, typed rows, a figure and a report section.
+
+    A final spec sets ``row_type`` (the row dataclass, whose fields are the CSV columns
+    before the echoed parameters) and ``axes`` (point coordinate -> grid field, outermost
+    first: :meth:`points` is their product), implements :meth:`plot` and
+    :meth:`report_section`, and runs its points either in chunks
+    (:class:`AbstractChunkedSpec`) or whole (:class:`AbstractPointSpec`);
+    :func:`~spheresde.experiments.run_sweep` runs any of them.
+    """
+
+    row_type: ClassVar[type]
+    axes: ClassVar[dict[str, str]]
+    stores: ClassVar[bool] = True
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid: every combination of the :attr:`axes` fields' values, the first axis
+        outermost, as ``{coordinate: value}``."""
+        names = list(self.axes)
+        grids = (getattr(self, field) for field in self.axes.values())
+        return [dict(zip(names, values, strict=True)) for values in itertools.product(*grids)]
+
+    def progress(self, name: str) -> str:
+        """The label of the progress bar of the run ``name``."""
+        return name
+
+    @abc.abstractmethod
+    def plot(self, rows: list[Any], path: Path) -> Path:
+        """Draw the figure of ``rows`` into ``path``; return it."""
+
+    @classmethod
+    @abc.abstractmethod
+    def report_section(cls, results: Mapping[str, Any],
+                       notes: Mapping[str, str]) -> Section | None:
+        """The section of ``REPORT.md`` (see :meth:`ExperimentSpec.report_section`)."""
+
+
+class AbstractChunkedSpec(AbstractSweepSpec):
+    """A sweep whose points are Monte Carlo in chunks: :meth:`samples` trajectories a
+    point, split into chunks of the run's chunk size, each a pure function of the seed,
+    the point and the chunk index (so that it may run on any worker, in any order).
+    """
+
+    runs_in_chunks: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def chunk(self, point: dict[str, Any], k: int, size: int) -> Counts:
+        """Integer counts of chunk ``k`` (``size`` trajectories) of ``point``, keyed by
+        :func:`~spheresde.experiments.chunk_seed` of the seed, the point and ``k``."""
+
+    @abc.abstractmethod
+    def finish(self, point: dict[str, Any], counts: list[Counts]) -> Any:
+        """The row of ``point`` from the counts of all its chunks, in chunk order."""
+
+    @abc.abstractmethod
+    def samples(self) -> int:
+        """Trajectories per point (0: no Monte Carlo, one chunk of no trajectories)."""
+
+    @abc.abstractmethod
+    def steps(self) -> int:
+        """Steps of one trajectory (averaged over the points when they differ), for the
+        ``--dry-run`` plan."""
+
+    def check(self, counts: Counts, size: int) -> str | None:
+        """What is wrong with stored counts of a chunk of ``size`` (None: nothing); a
+        chunk that fails is computed again. By default nothing is checked."""
+        return None
+
+    def shortened(self, steps: int) -> AbstractChunkedSpec:
+        """The spec with trajectories of ``steps`` steps, for the plan's calibration (by
+        default the spec itself)."""
+        return self
+
+    def varying_steps(self) -> bool:
+        """Whether the points' trajectories have different numbers of steps."""
+        return False
+
+    def absorbs(self) -> bool:
+        """Whether trajectories stop early (the plan then probes what share is run)."""
+        return False
+
+
+class AbstractPointSpec(AbstractSweepSpec):
+    """A sweep whose points are computed whole in this process (no chunks, no Dask), each
+    giving one row or several."""
+
+    @abc.abstractmethod
+    def prepare(self) -> dict[str, Any]:
+        """Check what the points need before any is computed (raise
+        :class:`BadParameters`); return the metadata stored beside the parameters."""
+
+    @abc.abstractmethod
+    def compute(self, point: dict[str, Any], *, quiet: bool) -> list[Any]:
+        """The rows of ``point``."""
+
+    @abc.abstractmethod
+    def plan(self, name: str) -> list[str]:
+        """The lines ``--dry-run`` prints for the run ``name``."""
+
+
 __all__ = [
+    "AbstractChunkedSpec",
+    "AbstractPointSpec",
+    "AbstractSweepSpec",
     "BadParameters",
     "ExperimentSpec",
     "FieldKind",
+    "Section",
     "SpecField",
     "at_least",
-    "at_least_one_layer",
     "between",
     "field_kind",
     "greater_than",

@@ -295,7 +295,7 @@ class Sweep(Generic[R]):
             handle.close()
             raise StoreLocked(
                 f"{self.csv_path} is being written by {holder}; let it finish (or pass "
-                "--wait to wait for it), or write into another --out"
+                "`wait=True` to wait for it), or write into another `out`"
             ) from None
         handle.seek(0)
         handle.truncate()
@@ -330,7 +330,7 @@ class Sweep(Generic[R]):
             if self.csv_path.exists() and not overwrite:
                 raise ParameterMismatch(
                     f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
-                    "pass --overwrite to replace it"
+                    "pass `overwrite=True` to replace it"
                 )
             self._discard()
             return
@@ -360,7 +360,7 @@ class Sweep(Generic[R]):
         self.chunks_path.unlink(missing_ok=True)
 
     def _refuse(self, path: Path, what: str) -> CorruptStore:
-        return CorruptStore(f"{path}: {what}; restore the file, or pass --overwrite to "
+        return CorruptStore(f"{path}: {what}; restore the file, or pass `overwrite=True` to "
                             "compute the sweep afresh")
 
     def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -404,7 +404,7 @@ class Sweep(Generic[R]):
         )
         return (
             f"{self.out} already holds a '{self.name}' sweep made with other parameters "
-            f"({details or 'different columns'}); use another --out or pass --overwrite"
+            f"({details or 'different columns'}); use another `out` or pass `overwrite=True`"
         )
 
     def _load_rows(self, columns: list[str], digests: dict[str, str] | None) -> None:
@@ -626,7 +626,7 @@ class Sweep(Generic[R]):
             raise ParameterMismatch(
                 f"{self.csv_path} holds {len(outside)} finished point(s) outside the "
                 f"requested grid ({shown}); add them to the grid to keep them, or pass "
-                "--prune to drop them")
+                "`prune=True` to drop them")
         on_grid = set(order)
         self.rows = {k: v for k, v in self.rows.items() if k in on_grid}  # pruned, if any
         # off the grid, unfinished points keep their chunks unless pruned; a finished

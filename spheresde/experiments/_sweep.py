@@ -1,31 +1,43 @@
 """The sweep driver: run an experiment's grid into its store, on the executor asked for.
 
-:func:`run_sweep` opens the :class:`~._store.Sweep` of an experiment (its CSV, JSON and
-chunk cache, see :mod:`spheresde.experiments._store`), runs the missing chunks on the
-executor that :class:`RunOptions` asks for (:mod:`spheresde.experiments._executors`),
-or prints the plan (:mod:`spheresde.experiments._plan`) with ``--dry-run``, and draws
-the figure; :func:`run_point_sweep` does the same for sweeps without chunks.
+:func:`run_sweep` runs any sweep spec (:class:`~._spec.AbstractSweepSpec`): it opens its
+:class:`~._store.Sweep` (its CSV, JSON and chunk cache, see
+:mod:`spheresde.experiments._store`), computes the missing points (the chunks of an
+:class:`~._spec.AbstractChunkedSpec` on the executor that :class:`RunOptions` asks for,
+:mod:`spheresde.experiments._executors`; the points of an
+:class:`~._spec.AbstractPointSpec` in this process) and draws the figure.
+:func:`plan_sweep` says what it would compute instead
+(:mod:`spheresde.experiments._plan`). Every run returns an :class:`AbstractResult`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import abc
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic
 
 from ._executors import executor_for
 from ._plan import plan_lines
-from ._simulate import counts_problem
-from ._spec import BadParameters
-from ._store import Counts, R, Sweep, chunk_sizes
+from ._spec import AbstractChunkedSpec, AbstractPointSpec, AbstractSweepSpec, BadParameters
+from ._store import R, Sweep, chunk_sizes
+
+
+class AbstractResult(abc.ABC):
+    """What a run of a spec wrote and found: ``spec`` and the result's own fields (each
+    final result is a frozen dataclass)."""
+
+    spec: Any
+
+    @abc.abstractmethod
+    def summary(self) -> list[str]:
+        """The lines that say what the run wrote (the command line prints them)."""
 
 
 @dataclasses.dataclass(frozen=True)
-class SweepResult(Generic[R]):
+class SweepResult(AbstractResult, Generic[R]):
     """A finished sweep: its spec, its typed rows and the files it wrote."""
 
     spec: Any
@@ -33,6 +45,10 @@ class SweepResult(Generic[R]):
     csv: Path
     json: Path
     png: Path
+
+    def summary(self) -> list[str]:
+        """``wrote NAME.csv, NAME.json and NAME.png``."""
+        return [f"wrote {self.csv}, {self.json} and {self.png}"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,9 +59,9 @@ class RunOptions:
     ``chunk_size``: trajectories per chunk; ``workers``: run the chunks on a
     ``dask.distributed`` LocalCluster of that many worker processes (0: in this
     process); ``scheduler``: the address of an existing Dask scheduler instead;
-    ``dry_run``: print the plan and a wall-time estimate, write nothing; ``wait``: wait
-    for another process writing the same sweep instead of refusing; ``prune``: drop the
-    stored points outside the requested grid instead of refusing.
+    ``wait``: wait for another process writing the same sweep instead of refusing;
+    ``prune``: drop the stored points outside the requested grid instead of refusing.
+    The planner (``--dry-run``) reads the same options.
     """
 
     quiet: bool = False
@@ -53,109 +69,70 @@ class RunOptions:
     chunk_size: int = 10_000
     workers: int = 0
     scheduler: str | None = None
-    dry_run: bool = False
     wait: bool = False
     prune: bool = False
 
     def __post_init__(self):
         if self.workers and self.scheduler is not None:
-            raise BadParameters("workers starts a local Dask cluster and scheduler uses an "
-                                "existing one: give one of them")
+            raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
+                                "an existing one: give one of them")
 
 
-def run_options(options: RunOptions | None, *, quiet: bool = False,
-                overwrite: bool = False) -> RunOptions:
-    """``options`` (default :class:`RunOptions`) with ``quiet`` / ``overwrite`` also set
-    when asked for by the keyword arguments the ``run_*`` functions keep."""
-    base = RunOptions() if options is None else options
-    return dataclasses.replace(base, quiet=base.quiet or quiet,
-                               overwrite=base.overwrite or overwrite)
+def _store(spec: AbstractSweepSpec, out: str | os.PathLike, name: str, options: RunOptions,
+           **extra: Any) -> Sweep:
+    """The store of ``spec``'s run ``name``: key columns the coordinates of the points,
+    resume identity and metadata ``spec.params()`` (its grid axes, the tuple fields,
+    may change), echoed columns ``spec.echo()``."""
+    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
+    return Sweep(out, name, spec.params(), spec.row_type, tuple(spec.points()[0]), grid=grid,
+                 echo=spec.echo(), overwrite=options.overwrite, wait=options.wait, **extra)
 
 
-def monte_carlo_size(spec: Any) -> tuple[int, int]:
-    """Trajectories per grid point and steps per trajectory of a Monte Carlo spec
-    (``trajectories``, ``round(horizon * layers)``); ``(0, 0)`` for ``method="exact"``."""
-    if getattr(spec, "method", None) == "exact":
-        return 0, 0
-    return spec.trajectories, round(spec.horizon * spec.layers)
+def run_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+              options: RunOptions | None = None, *, name: str | None = None) -> SweepResult:
+    """Run the sweep ``spec`` into ``out/NAME.csv`` (``name``: the file stem, by default
+    the spec's command) and draw ``NAME.png``; re-running resumes.
 
-
-def run_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
-              chunk: Callable[[Any, dict[str, Any], int, int], Counts],
-              finish: Callable[[Any, dict[str, Any], list[Counts]], R],
-              plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
-              samples: int | None = None, steps: int | None = None,
-              options: RunOptions | None = None,
-              executor: Any = None) -> SweepResult[R] | list[str]:
-    """What every experiment's sweep does: open the store, compute the missing chunks of
-    the points of ``spec.points()`` with ``chunk(spec, point, k, size)``, make each row
-    with ``finish(spec, point, counts)``, draw ``plot(rows, spec, path)``.
-
-    ``samples`` is the number of trajectories of a point (0: no Monte Carlo, one
-    chunk of size 0) and ``steps`` the steps of one trajectory (for the plan); by default
-    :func:`monte_carlo_size` of the spec. The key
-    columns are the coordinates of the points; the resume identity and metadata are
-    ``spec.params()`` (its grid axes, the tuple fields, may change), the echoed columns
-    ``spec.echo()``. With ``options.dry_run`` it returns the lines of the plan instead.
+    A chunked spec's points are computed chunk by chunk (``spec.chunk``, checked when
+    read back by ``spec.check``) on the executor of ``options`` and made rows by
+    ``spec.finish``; a point spec's by ``spec.compute`` in this process.
     """
     options = RunOptions() if options is None else options
-    default_samples, default_steps = monte_carlo_size(spec)
-    samples = default_samples if samples is None else samples
-    steps = default_steps if steps is None else steps
+    name = spec.command if name is None else name
     points = spec.points()
-    sizes = chunk_sizes(samples, options.chunk_size) or [0]
-    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
-    if options.dry_run:
-        return plan_lines(spec, out, name, row_type, points, sizes, steps, grid, chunk, options)
-    sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), grid=grid,
-                  echo=spec.echo(), chunk_size=options.chunk_size, overwrite=options.overwrite,
-                  expect=_expected(row_type, samples), wait=options.wait)
-    task = functools.partial(_chunk_task, chunk, spec, tuple(sizes))
-    with sweep, executor_for(options) if executor is None else _borrowed(executor) as running:
-        rows = sweep.run_chunked(points, lambda point: len(sizes), task,
-                                 lambda point, counts: finish(spec, point, counts),
-                                 executor=running, quiet=options.quiet, desc=desc,
-                                 check=lambda point, k, counts: counts_problem(counts, sizes[k]),
-                                 prune=options.prune)
-    png = plot(rows, spec, Path(out) / f"{name}.png")
+    if isinstance(spec, AbstractChunkedSpec):
+        samples = spec.samples()
+        sizes = tuple(chunk_sizes(samples, options.chunk_size) or [0])
+        names = {f.name for f in dataclasses.fields(spec.row_type)}
+        sweep = _store(spec, out, name, options, chunk_size=options.chunk_size,
+                       expect={"trajectories": samples} if "trajectories" in names else {})
+        with sweep, executor_for(options) as running:
+            rows = sweep.run_chunked(
+                points, lambda point: len(sizes), functools.partial(_chunk_task, spec, sizes),
+                spec.finish, executor=running, quiet=options.quiet, desc=spec.progress(name),
+                check=lambda point, k, counts: spec.check(counts, sizes[k]),
+                prune=options.prune)
+    elif isinstance(spec, AbstractPointSpec):
+        sweep = _store(spec, out, name, options, meta=spec.prepare())
+        rows = sweep.run(points, functools.partial(spec.compute, quiet=options.quiet),
+                         quiet=options.quiet, desc=spec.progress(name), prune=options.prune)
+    else:
+        raise TypeError(f"{type(spec).__name__} is neither a chunked nor a point sweep")
+    png = spec.plot(rows, Path(out) / f"{name}.png")
     return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
 
-def run_point_sweep(spec: Any, out: str | os.PathLike, row_type: type[R],
-                    compute: Callable[[Any, dict[str, Any]], R | list[R]],
-                    plot: Callable[[list[R], Any, Path], Path], *, name: str, desc: str,
-                    options: RunOptions | None = None,
-                    meta: dict[str, Any] | None = None) -> SweepResult[R]:
-    """A sweep whose points are not Monte Carlo (no chunks, run in this process): open
-    the store, compute each missing point of ``spec.points()`` with
-    ``compute(spec, point)`` (a row or a list of rows), draw ``plot(rows, spec, path)``.
-
-    The resume identity is ``spec.params()`` (its grid axes, the tuple fields, may
-    change), the echoed columns ``spec.echo()``; ``meta`` goes into the JSON beside them.
-    ``options``: quiet, overwrite, wait and prune (the others are for chunked sweeps).
-    """
+def plan_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+               options: RunOptions | None = None, *, name: str | None = None) -> list[str]:
+    """The lines ``--dry-run`` prints for the sweep ``spec`` (see
+    :mod:`spheresde.experiments._plan`); nothing is written."""
     options = RunOptions() if options is None else options
-    points = spec.points()
-    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
-    sweep = Sweep(out, name, spec.params(), row_type, tuple(points[0]), grid=grid,
-                  echo=spec.echo(), overwrite=options.overwrite, meta=meta, wait=options.wait)
-    rows = sweep.run(points, lambda point: compute(spec, point), quiet=options.quiet,
-                     desc=desc, prune=options.prune)
-    png = plot(rows, spec, Path(out) / f"{name}.png")
-    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+    name = spec.command if name is None else name
+    if isinstance(spec, AbstractPointSpec):
+        return spec.plan(name)
+    return plan_lines(spec, Path(out), name, options)
 
 
-def _expected(row_type: type, samples: int) -> dict[str, int]:
-    """The row fields every stored row of a Monte Carlo sweep must have: its trajectories."""
-    names = {f.name for f in dataclasses.fields(row_type)}
-    return {"trajectories": samples} if "trajectories" in names else {}
-
-
-def _chunk_task(chunk, spec, sizes, point, k):
-    """One chunk as a picklable task: ``chunk(spec, point, k, sizes[k])``."""
-    return chunk(spec, point, k, sizes[k])
-
-
-@contextlib.contextmanager
-def _borrowed(executor):
-    yield executor
+def _chunk_task(spec, sizes, point, k):
+    """One chunk as a picklable task: ``spec.chunk(point, k, sizes[k])``."""
+    return spec.chunk(point, k, sizes[k])

@@ -10,7 +10,7 @@ the batches: only the value matrices differ.
 from __future__ import annotations
 
 import functools
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -18,13 +18,22 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._outcomes import DEFAULT_TOL
-from ._spec import SEED, TOL, BadParameters, ExperimentSpec, at_least, greater_than, param
-from ._sweep import RunOptions, SweepResult, run_options, run_point_sweep
+from ._report import table
+from ._spec import (
+    SEED,
+    TOL,
+    AbstractPointSpec,
+    BadParameters,
+    Section,
+    at_least,
+    greater_than,
+    param,
+)
 
 
 def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
     if spec.dataset == "cifar10" and not spec.data_dir:
-        return ("--dataset cifar10 needs --data-dir DIR, a folder with the CIFAR-10 "
+        return ("`dataset='cifar10'` needs `data_dir`, a folder with the CIFAR-10 "
                 "python-version batches (https://www.cs.toronto.edu/~kriz/cifar.html); "
                 "nothing is downloaded")
     return None
@@ -32,20 +41,43 @@ def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
 
 def _digits_take_no_folder(spec: TrainSpec) -> str | None:
     if spec.dataset == "digits" and spec.data_dir:
-        return ("--data-dir is not used by --dataset digits (scikit-learn ships them); "
-                "drop it, or pass --dataset fashion-mnist or cifar10")
+        return ("`data_dir` is not used by `dataset='digits'` (scikit-learn ships them); "
+                "drop it, or pass `dataset` fashion-mnist or cifar10")
     return None
 
 
 def _subset_is_for_fashion(spec: TrainSpec) -> str | None:
     if spec.subset and spec.dataset != "fashion-mnist":
-        return (f"--subset is used by --dataset fashion-mnist only (--dataset {spec.dataset} "
+        return (f"`subset` is used by `dataset='fashion-mnist'` only (`dataset='{spec.dataset}'` "
                 "trains on all its images); drop it")
     return None
 
 
 @dataclass(frozen=True)
-class TrainSpec(ExperimentSpec):
+class TrainRow:
+    """One epoch of one training run (epoch 0: at initialization).
+
+    ``token_cosine`` is the mean :math:`\\langle X_i, X_j\\rangle` (``i != j``) of the output
+    tokens over the validation images (1: collapsed to one point); ``p_single``,
+    ``p_antipodal``, ``p_undecided``: fractions of validation images whose output tokens
+    are one cluster, an antipodal pair of clusters, or neither (:func:`spheresde.classify`).
+    """
+
+    weights: str
+    seed: int
+    layers: int
+    epoch: int
+    train_loss: float  # mean over the epoch's steps; at epoch 0 the loss at initialization
+    val_loss: float
+    val_accuracy: float
+    token_cosine: float
+    p_single: float
+    p_antipodal: float
+    p_undecided: float
+
+
+@dataclass(frozen=True)
+class TrainSpec(AbstractPointSpec):
     """Figure 2: validation accuracy per epoch of the Transformer classifier, per
     initialization of its value matrices, over several seeds; and the clustering of its
     output tokens. The defaults are the ``quick`` sizes (digits, a few minutes on a CPU).
@@ -54,6 +86,8 @@ class TrainSpec(ExperimentSpec):
     command: ClassVar[str] = "train"
     summary: ClassVar[str] = "Figure 2: train the Transformer, V constant vs random vs identity"
     rules: ClassVar = (_cifar_needs_a_folder, _digits_take_no_folder, _subset_is_for_fashion)
+    row_type: ClassVar[type] = TrainRow
+    report_rank: ClassVar[int] = 20
 
     weights: tuple[Literal["constant", "random", "identity"], ...] = param(
         ("constant", "random", "identity"),
@@ -99,28 +133,45 @@ class TrainSpec(ExperimentSpec):
         return [{"weights": w, "seed": self.seed + k, "layers": L} for L in self.layers
                 for k in range(self.seeds) for w in self.weights]
 
+    def progress(self, name: str) -> str:
+        """``NAME (dataset)``."""
+        return f"{name} ({self.dataset})"
 
-@dataclass(frozen=True)
-class TrainRow:
-    """One epoch of one training run (epoch 0: at initialization).
+    def prepare(self) -> dict[str, Any]:
+        """Read the data set (a missing or malformed one fails before any run); the
+        versions of the libraries that train and the seeds, for the metadata."""
+        load_data(self, self.seed)
+        import equinox
+        import jax
+        import optax
+        import sklearn
 
-    ``token_cosine`` is the mean :math:`\\langle X_i, X_j\\rangle` (``i != j``) of the output
-    tokens over the validation images (1: collapsed to one point); ``p_single``,
-    ``p_antipodal``, ``p_undecided``: fractions of validation images whose output tokens
-    are one cluster, an antipodal pair of clusters, or neither (:func:`spheresde.classify`).
-    """
+        return {"versions": {"jax": jax.__version__, "equinox": equinox.__version__,
+                             "optax": optax.__version__, "scikit-learn": sklearn.__version__},
+                "seeds": [self.seed + k for k in range(self.seeds)]}
 
-    weights: str
-    seed: int
-    layers: int
-    epoch: int
-    train_loss: float  # mean over the epoch's steps; at epoch 0 the loss at initialization
-    val_loss: float
-    val_accuracy: float
-    token_cosine: float
-    p_single: float
-    p_antipodal: float
-    p_undecided: float
+    def compute(self, point: dict[str, Any], *, quiet: bool) -> list[TrainRow]:
+        """The rows of one training run, one per epoch (:func:`train_run`)."""
+        return train_run(self, point, quiet=quiet)
+
+    def plan(self, name: str) -> list[str]:
+        """The runs and what they cost, from measured times (nothing is calibrated)."""
+        runs = len(self.points())
+        depth = sum(self.layers) / 16 * len(self.weights) * self.seeds
+        return [f"{name}: {self.command_line()}",
+                f"  {runs} training runs x {self.epochs} epochs ({self.dataset}), in this "
+                f"process, worth {depth:.0f} runs at L = 16; the quick size (15 runs of 30 "
+                "epochs of the digits at L = 16) takes about 2 minutes on 2 CPU cores, a run of "
+                "15 Fashion-MNIST epochs at L = 16 about 4 CPU-minutes"]
+
+    def plot(self, rows: list[TrainRow], path: Path) -> Path:
+        """:func:`plot_train`."""
+        return plot_train(rows, self, path)
+
+    @classmethod
+    def report_section(cls, results: Mapping[str, Any], notes: Mapping[str, str]) -> Section:
+        """Figure 2 (:func:`train_section`)."""
+        return train_section(results, notes)
 
 
 @functools.lru_cache(maxsize=8)
@@ -146,7 +197,9 @@ def load_data(spec: TrainSpec, seed: int):
         raise BadParameters(str(err)) from None
 
 
-def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
+def train_run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
+    """One training run, ``point = {"weights", "seed", "layers"}``: a row per epoch, epoch 0
+    at initialization."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
@@ -186,38 +239,6 @@ def _run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
                                              order[:steps * batch].reshape(steps, batch))
         rows.append(row(epoch, loss))
     return rows
-
-
-def run_train(spec: TrainSpec, out: str | os.PathLike, *, quiet: bool = False,
-              overwrite: bool = False, name: str = "train",
-              options: RunOptions | None = None) -> SweepResult[TrainRow] | list[str]:
-    """Train every ``(weights, seed)`` run into ``out/NAME.csv`` and draw ``NAME.png``.
-
-    ``options`` as for the other sweeps; the runs are trained in this process (no chunks,
-    no Dask), and a dry run prints the plan.
-    """
-    options = run_options(options, quiet=quiet, overwrite=overwrite)
-    quiet, overwrite = options.quiet, options.overwrite
-    if options.dry_run:
-        runs = len(spec.points())
-        depth = sum(spec.layers) / 16 * len(spec.weights) * spec.seeds
-        return [f"{name}: {spec.command_line()}",
-                f"  {runs} training runs x {spec.epochs} epochs ({spec.dataset}), in this "
-                f"process, worth {depth:.0f} runs at L = 16; the quick size (15 runs of 30 "
-                "epochs of the digits at L = 16) takes about 2 minutes on 2 CPU cores, a run of "
-                "15 Fashion-MNIST epochs at L = 16 about 4 CPU-minutes"]
-    load_data(spec, spec.seed)  # a missing or malformed data set fails before any run
-    import equinox
-    import jax
-    import optax
-    import sklearn
-
-    meta = {"versions": {"jax": jax.__version__, "equinox": equinox.__version__,
-                         "optax": optax.__version__, "scikit-learn": sklearn.__version__},
-            "seeds": [spec.seed + k for k in range(spec.seeds)]}
-    return run_point_sweep(spec, out, TrainRow, lambda s, p: _run(s, p, quiet=quiet),
-                           plot_train, name=name, desc=f"{name} ({spec.dataset})",
-                           options=options, meta=meta)
 
 
 COLORS = {"constant": "#d62fa0", "random": "#6a3fb5", "identity": "#2a9d8f"}
@@ -434,6 +455,155 @@ def plot_depth(rows: list[TrainRow], spec: TrainSpec, path: Path) -> Path:
     return save(fig, path)
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _paired_table(pairs) -> str:
+    body = [[f"{p.first} - {p.second}", str(p.layers),
+             ", ".join(_pct(d) for d in p.differences), _pct(p.mean),
+             f"[{_pct(p.low)}, {_pct(p.high)}]", "{} / {} / {}".format(*p.wins),
+             p.verdict if p.verdict != "neither" else "no difference shown"]
+            for p in pairs]
+    return table(["pair", "L", "per-seed differences (points)", "mean", "95% t interval",
+                   "seeds first / second / tied", "ahead at 95%"], body)
+
+
+def _pair_sentence(p) -> str:
+    span = f"{_pct(p.mean)} points, 95% interval [{_pct(p.low)}, {_pct(p.high)}]"
+    first, second, _ = p.wins
+    seeds = f"{first} of {len(p.differences)} seeds favour {p.first}, {second} {p.second}"
+    if p.verdict == "neither":
+        return (f"{p.first} - {p.second}: {span}, which contains 0: this run does not "
+                f"separate them ({seeds}).")
+    loser = p.second if p.verdict == p.first else p.first
+    return f"{p.verdict} ahead of {loser}: {span} ({seeds})."
+
+
+def train_section(results: Mapping[str, Any], notes: Mapping[str, str]) -> Section:
+    """The section of Figure 2: final accuracies, their paired differences and the token
+    cosines of ``train`` (and the depth study when it has several depths); ``notes``
+    may say, under ``train``, which data set it trained on and why."""
+    paper = [
+        "## Figure 2: training the deep stochastic Transformer",
+        "",
+        "**Paper.** Validation accuracy on CIFAR-10 per epoch of a deep Transformer whose "
+        "value matrices are initialized as one identity shared by all layers (\"constant "
+        "weights\") or as iid Gaussian matrices per layer (\"random weights\"); mean of 5 "
+        "runs, min-max band. Claim: suppressing the noise at initialization degrades "
+        "accuracy.",
+        "",
+    ]
+    tspec, all_rows = results["train"].spec, results["train"].rows
+    grid = depths(all_rows)
+    main = tspec.layers[0]  # Figure 2 proper: the first depth asked for
+    rows = [r for r in all_rows if r.layers == main]
+    finals = final_accuracy(rows)
+    body, cosine = [], {}
+    for w, (mean, low, high) in finals.items():
+        _, cos = curves(rows, w, "token_cosine")
+        _, single = curves(rows, w, "p_single")
+        cosine[w] = (float(cos[:, 0].mean()), float(cos[:, -1].mean()))
+        body.append([w, f"{mean:.3f}", f"{low:.3f}", f"{high:.3f}",
+                     f"{cosine[w][0]:.3f}", f"{cosine[w][1]:.3f}",
+                     f"{single[:, 0].mean():.2f} / {single[:, -1].mean():.2f}"])
+    flat = convergence(rows)
+    flat_text = ("; ".join(f"{c.weights} {_pct(c.change)} points over the last {c.window} "
+                           f"epochs (seed spread {100 * c.spread:.1f})" for c in flat))
+    flat_verdict = ("Every curve has flattened: the last epochs move the mean by less than "
+                    "the seeds differ" if all(c.flat for c in flat) else
+                    "Not every curve has flattened (" + ", ".join(
+                        c.weights for c in flat if not c.flat) + " still moves by more than "
+                    "the seeds differ): train longer (--epochs) before reading the comparison")
+    pairs = paired_differences(rows)
+    data = {"cifar10": "CIFAR-10 (official training and test batches)",
+            "fashion-mnist": ("Fashion-MNIST (" + (f"a subset of {tspec.subset} training "
+                              "images, validated on a subset of the test set" if tspec.subset
+                              else "60,000 training images, validated on the official 10,000 "
+                              "test images") + ")"),
+            "digits": ("scikit-learn's 8 x 8 digits (1437 training and 360 validation images, "
+                       "split by seed)")}[tspec.dataset]
+    why = notes.get("train", "")
+    constant_random = ""
+    if {"constant", "random"} <= set(cosine):
+        c, r = cosine["constant"], cosine["random"]
+        kept_apart = r[0] < c[0] - 0.1
+        constant_random = (
+            f" At initialization the mean cosine between output tokens is {c[0]:.3f} for the "
+            f"constant network and {r[0]:.3f} for the random one: "
+            + ("the noise keeps the tokens apart where the deterministic weights gather them, "
+               "as the theory says." if kept_apart else
+               "the random network does not keep its tokens further apart here.")
+            + f" After training the mean cosines are {c[1]:.3f} (constant) and {r[1]:.3f} "
+            "(random)" + ("; training gathers the random network's tokens as well."
+                          if kept_apart and r[1] > 0.9 else "."))
+    text = [
+        *paper,
+        f"**Ours.** The classifier of `spheresde.TransformerClassifier` (the paper's layer: "
+        f"L = {main}, d = {tspec.dim}, beta = {tspec.beta:g} at init, {tspec.patch} x "
+        f"{tspec.patch} patches as tokens, trainable V, Q, K, linear head on the mean token), "
+        f"AdamW (peak learning rate {tspec.lr:g}, warm-up and cosine decay, batch "
+        f"{tspec.batch}), {tspec.epochs} epochs, {tspec.seeds} seeds per initialization, on "
+        f"{data}. {why} Random weights: iid N(0, sigma^2/d) entries with sigma = "
+        f"{tspec.sigma:g}; identity: independent V_k = Id (untied but noiseless). Seed by "
+        "seed the initializations share the data split, the batch order, the embedding and "
+        "the head: only V differs, so the comparison is paired.",
+        "",
+        table(["weights", "final val. accuracy (mean)", "min", "max",
+                "token cosine at init", "after training", "P(single) init / after"], body),
+        "",
+        f"**Converged?** {flat_verdict}: {flat_text}.",
+        "",
+        "**Paired differences of final accuracy** (percentage points, first minus second; "
+        "95% Student t interval over the seeds):",
+        "",
+        _paired_table(pairs),
+        "",
+        " ".join(_pair_sentence(p) for p in pairs) + constant_random,
+        "",
+        "![Figure 2](train.png)",
+        "",
+    ]
+    if len(grid) > 1:
+        deep = [p for L in grid for p in paired_differences(all_rows, L)]
+        trend = []
+        for first, second in {(p.first, p.second) for p in deep}:
+            mine = [p for p in deep if (p.first, p.second) == (first, second)]
+            ahead = [str(p.layers) for p in mine if p.verdict == first]
+            behind = [str(p.layers) for p in mine if p.verdict == second]
+            trend.append(f"{first} - {second} goes from {_pct(mine[0].mean)} points at "
+                         f"L = {mine[0].layers} to {_pct(mine[-1].mean)} at "
+                         f"L = {mine[-1].layers}; {first} is ahead at 95% at L = "
+                         f"{', '.join(ahead) or 'none'}, behind at L = "
+                         f"{', '.join(behind) or 'none'}.")
+        text += [
+            "### Beyond the paper: depth",
+            "",
+            "The same comparison at every depth of `--layers` (the deterministic model gathers "
+            "the tokens more as the network deepens; the noise keeps them apart):",
+            "",
+            _paired_table(deep),
+            "",
+            " ".join(sorted(trend)),
+            "",
+            "![depth](train_depth.png)",
+            "",
+        ]
+    text += [f"Command: `{tspec.command_line()}`", ""]
+    status = [("Figure 2: final validation accuracy (mean [min, max] over seeds)",
+               ", ".join(f"{w} {m:.3f} [{lo:.3f}, {hi:.3f}]"
+                         for w, (m, lo, hi) in finals.items()) + f" ({tspec.dataset}, L = {main})")]
+    status += [(f"Figure 2: {p.first} - {p.second}, paired over {len(p.differences)} seeds",
+                f"{_pct(p.mean)} points [{_pct(p.low)}, {_pct(p.high)}]: "
+                + (f"{p.verdict} ahead" if p.verdict != "neither" else "no difference shown"))
+               for p in pairs]
+    if {"constant", "random"} <= set(cosine):
+        status.append(("Figure 2, beyond the paper: output tokens at initialization",
+                       f"mean cosine constant {cosine['constant'][0]:.3f}, random "
+                       f"{cosine['random'][0]:.3f}"))
+    return "\n".join(text), status
+
+
 __all__ = ["PAIRS", "Convergence", "PairedDifference", "TrainRow", "TrainSpec", "convergence",
            "curves", "depths", "final_accuracy", "paired_differences", "plot_depth",
-           "plot_train", "run_train"]
+           "plot_train", "train_run", "train_section"]

@@ -1,43 +1,39 @@
-"""The experiments by sub-command, as data: their spec classes and the sweeps' runners.
+"""The experiments by sub-command, as data: their spec classes.
 
-The ``spheresde`` command line (:mod:`spheresde.cli`) is built from :data:`SPECS`;
-``reproduce`` and :func:`~spheresde.experiments.run` (above this module) look the sweeps up
-in :data:`RUNNERS`. Nothing here runs an experiment.
+The ``spheresde`` command line (:mod:`spheresde.cli`) is built from :data:`SPECS`, one
+sub-command per spec class; everything else about an experiment (how it runs, what it
+stores, its figure and its section of ``REPORT.md``) is its spec's interface
+(:class:`~._spec.AbstractSweepSpec`). A new experiment is one module and one
+:func:`register` call. Nothing here runs an experiment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from ._dominance import DominanceSpec, run_dominance
+from ._dominance import DominanceSpec
 from ._field import FieldSpec
-from ._hybrid import HybridSpec, run_hybrid
-from ._phase import PhaseSpec, run_phase
+from ._hybrid import HybridSpec
+from ._phase import PhaseSpec
 from ._scales import ReproduceSpec
 from ._spec import ExperimentSpec
-from ._tokens import TokensSpec, run_tokens
-from ._train import TrainSpec, run_train
+from ._tokens import TokensSpec
+from ._train import TrainSpec
 
-SPECS: dict[str, type[ExperimentSpec]] = {
-    spec.command: spec for spec in (PhaseSpec, HybridSpec, DominanceSpec, TokensSpec, TrainSpec,
-                                 FieldSpec, ReproduceSpec)
-}
+SPECS: dict[str, type[ExperimentSpec]] = {}
 """Sub-command name -> spec class, in the order ``spheresde --help`` lists them."""
 
-RUNNERS: dict[str, Callable[..., Any]] = {
-    "phase": run_phase, "hybrid": run_hybrid, "dominance": run_dominance, "tokens": run_tokens,
-    "train": run_train,
-}
-"""The resumable sweeps: sub-command name -> ``run(spec, out, *, name, options)``."""
 
-CHUNKED: tuple[str, ...] = ("phase", "hybrid", "dominance", "tokens", "reproduce")
-"""The sub-commands whose sweeps run in chunks: they take a chunk size and an executor
-(``--chunk-size``, ``--workers``, ``--scheduler``); ``train`` runs whole training runs in
-this process and ``field`` is one figure."""
-
-STORED: tuple[str, ...] = (*CHUNKED, "train")
-"""The sub-commands that write a resumable store (``--overwrite``, ``--prune``, ``--wait``)."""
+def register(spec_cls: type[ExperimentSpec]) -> type[ExperimentSpec]:
+    """Add ``spec_cls`` to :data:`SPECS` under its ``command`` (usable as a class
+    decorator); a command taken by another class is refused."""
+    taken = SPECS.get(spec_cls.command)
+    if taken is not None and taken is not spec_cls:
+        raise ValueError(f"the command {spec_cls.command!r} is {taken.__name__}'s already")
+    SPECS[spec_cls.command] = spec_cls
+    return spec_cls
 
 
-__all__ = ["CHUNKED", "RUNNERS", "SPECS", "STORED"]
+for _spec_cls in (PhaseSpec, HybridSpec, DominanceSpec, TokensSpec, TrainSpec, FieldSpec,
+                  ReproduceSpec):
+    register(_spec_cls)
+
+__all__ = ["SPECS", "register"]

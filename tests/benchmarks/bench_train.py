@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 import spheresde
-from spheresde.experiments import TrainSpec, run_train
+from spheresde.experiments import RunOptions, TrainSpec, run_sweep
 from spheresde.experiments._train import final_accuracy
 
 
@@ -148,7 +148,7 @@ def main() -> None:
     spec = TrainSpec()
     with tempfile.TemporaryDirectory() as out:
         start, cpu = time.perf_counter(), cpu_now()
-        result = run_train(spec, out, quiet=True)
+        result = run_sweep(spec, out, RunOptions(quiet=True))
         wall, cpu = time.perf_counter() - start, cpu_now() - cpu
     print(f"quick Figure 2 ({len(spec.weights)} inits x {spec.seeds} seeds x {spec.epochs} "
           f"epochs, L = {spec.layers}): {wall:.1f} s wall, {cpu:.1f} CPU-s")

@@ -1,0 +1,117 @@
+"""The base of the Monte Carlo sweeps: a chunk is :func:`~._simulate.simulate_counts` of a
+point, from independent uniform tokens to the outcome at the horizon.
+
+A final spec (``phase``, ``hybrid``, ``tokens``, ``dominance``) has the fields
+``trajectories``, ``layers``, ``horizon``, ``tol``, ``absorb`` and ``seed``, and says
+what one point simulates (:meth:`AbstractMonteCarloSpec.simulation`); the key of a
+chunk, its counts, their check, the trajectories and steps of the plan and the rule of
+at least one layer are the same for all of them and live here.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any
+
+from .._network import network_depth
+from .._weights import AbstractWeights
+from ._simulate import counts_problem, simulate_counts
+from ._spec import AbstractChunkedSpec
+from ._store import Counts, chunk_seed
+
+
+@dataclasses.dataclass(frozen=True)
+class Simulation:
+    """What one grid point simulates: the model (``method``: ``reduced``, ``particles`` or
+    ``discrete``; ``norm``), the tokens and their dimension, the inverse temperature
+    ``beta``, the value weights and the depth-time horizon."""
+
+    method: str
+    tokens: int
+    beta: float
+    d: int
+    weights: AbstractWeights
+    horizon: float
+    norm: str = "rms"
+
+
+def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
+    """A rule of the Monte Carlo specs: the horizon is at least one layer,
+    ``round(T L) >= 1`` (a spec without Monte Carlo does not use it, so it is unchecked)."""
+    if not spec.monte_carlo():
+        return None
+    try:
+        network_depth(spec.horizon, spec.layers)
+    except ValueError:
+        return (f"`horizon={spec.horizon:g}` with `layers={spec.layers}` is round(T*L) = 0 "
+                f"layers; give `horizon` >= {1 / spec.layers:g} (one layer)")
+    return None
+
+
+class AbstractMonteCarloSpec(AbstractChunkedSpec):
+    """A sweep of two-token or many-token Monte Carlo (see the module docstring); the
+    fields are declared by each final spec, in its own order (the CSV columns and the
+    resume identity follow that order)."""
+
+    trajectories: int
+    layers: int
+    horizon: float
+    tol: float
+    absorb: float
+    seed: int
+
+    @abc.abstractmethod
+    def simulation(self, point: dict[str, Any]) -> Simulation:
+        """What ``point`` simulates (asked only when :meth:`monte_carlo` is true)."""
+
+    def monte_carlo(self) -> bool:
+        """Whether the points are simulated (an ``exact`` method is not: its rows come
+        from the law itself and its chunks are empty)."""
+        return True
+
+    def chunk(self, point: dict[str, Any], k: int, size: int) -> Counts:
+        """Counts of chunk ``k`` (``size`` trajectories) of ``point``; nothing without
+        Monte Carlo."""
+        import jax
+
+        if not self.monte_carlo():
+            return {}
+        run = self.simulation(point)
+        return simulate_counts(
+            run.method, jax.random.PRNGKey(chunk_seed(self.seed, point, k)), tokens=run.tokens,
+            beta=run.beta, d=run.d, weights=run.weights, trajectories=size,
+            layers=self.layers, horizon=run.horizon, tol=self.tol, absorb=self.absorb,
+            norm=run.norm)
+
+    def check(self, counts: Counts, size: int) -> str | None:
+        """:func:`~._simulate.counts_problem`: the format of :func:`simulate_counts`."""
+        return counts_problem(counts, size)
+
+    def samples(self) -> int:
+        """``trajectories``, or 0 without Monte Carlo."""
+        return self.trajectories if self.monte_carlo() else 0
+
+    def steps(self) -> int:
+        """``network_depth(horizon, layers)``, or 0 without Monte Carlo."""
+        return network_depth(self.horizon, self.layers) if self.monte_carlo() else 0
+
+    def shortened(self, steps: int) -> AbstractMonteCarloSpec:
+        """The spec with the horizon of ``steps`` layers."""
+        return dataclasses.replace(self, horizon=steps / self.layers)
+
+    def absorbs(self) -> bool:
+        """Whether early absorption is on (``absorb > 0``)."""
+        return self.absorb > 0
+
+    def horizon_label(self) -> str:
+        """The horizon as reports print it, ``T = 50``."""
+        return f"T = {self.horizon:g}"
+
+    def sizes_label(self) -> str:
+        """The Monte Carlo sizes as reports print them: trajectories, L, T and tol."""
+        return (f"{self.trajectories} trajectories, L = {self.layers}, "
+                f"{self.horizon_label()}, tol = {self.tol:g}")
+
+
+__all__ = ["AbstractMonteCarloSpec", "Simulation", "at_least_one_layer"]

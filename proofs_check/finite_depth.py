@@ -452,7 +452,12 @@ def stated_euler_operator(drift: sp.Expr, diffusion: sp.Expr, x: sp.Symbol,
 def rho_to_z(coefficients: tuple[sp.Expr, ...]) -> tuple[sp.Expr, ...]:
     r"""An operator :math:`\sum_k c_k\partial_\rho^k` written as :math:`\sum_k
     \tilde c_k\partial_z^k` (chain rule, :math:`\partial_\rho\psi^{(k)}(z) =
-    \psi^{(k+1)}(z)/(1-\rho^2)`), coefficients in ``rho`` and ``r``."""
+    \psi^{(k+1)}(z)/(1-\rho^2)`), coefficients in ``rho`` and ``r``, unsimplified.
+
+    The result is linear in :math:`\psi` and its derivatives, so each
+    :math:`\tilde c_k` is a partial derivative in :math:`\psi^{(k)}`: nothing is
+    expanded (expanding the network's coefficients takes minutes).
+    """
     psi = sp.symbols("E0:6")
 
     def diff(f):
@@ -463,8 +468,21 @@ def rho_to_z(coefficients: tuple[sp.Expr, ...]) -> tuple[sp.Expr, ...]:
     for c in coefficients:
         power = diff(power)
         applied += c * power
-    poly = sp.Poly(sp.expand(applied), *psi)
-    return tuple(sp.cancel(poly.coeff_monomial(psi[k])) for k in ORDERS)
+    if applied.diff(psi[0]) != 0 or applied.diff(psi[5]) != 0:
+        raise AssertionError("the chain rule gave a term of order 0 or above 4")
+    return tuple(applied.diff(psi[k]) for k in ORDERS)
+
+
+#: Exact rational points at which the two derivations of the operator in ``z`` are compared
+#: (the difference is a rational function of ``rho, r, beta, d, eps``, ``r`` an independent
+#: symbol: it vanishes identically iff it vanishes at generic points).
+CHAIN_RULE_POINTS = (
+    {rho: sp.Rational(3, 7), r: sp.Rational(2, 5), d: 5, beta: sp.Rational(7, 3),
+     eps: sp.Rational(3, 2)},
+    {rho: sp.Rational(-5, 9), r: sp.Rational(1, 3), d: 11, beta: sp.Rational(1, 2), eps: 1},
+    {rho: sp.Rational(1, 8), r: sp.Rational(6, 7), d: sp.Rational(7, 2), beta: 3,
+     eps: sp.Rational(2, 3)},
+)
 
 
 def finite_depth_residuals() -> dict:
@@ -480,7 +498,9 @@ def finite_depth_residuals() -> dict:
     - ``ends``: every :math:`c_k(\rho)` vanishes at :math:`\rho = \pm1` (the ends are
       fixed points of the chain);
     - ``z = chain rule``: the operator in ``z`` from the moments of :math:`\Delta z` minus
-      the operator in :math:`\rho` transformed by :func:`rho_to_z`;
+      the operator in :math:`\rho` transformed by :func:`rho_to_z`, in exact arithmetic at
+      the generic rational points :data:`CHAIN_RULE_POINTS` (simplifying the difference
+      symbolically takes many minutes);
     - ``Euler``: :func:`correction_operator` of :func:`euler_moments` for any drift
       :math:`b(x)` and diffusion :math:`v(x)` minus :func:`stated_euler_operator`.
 
@@ -513,8 +533,9 @@ def finite_depth_residuals() -> dict:
     rho_op = network_rho_operator()
     out["c_4 network"] = rho_op[3]
     out["ends"] = [zero(c.subs(rho, e)) for c in rho_op for e in (1, -1)]
-    out["z = chain rule"] = [zero(a - b) for a, b in
-                             zip(network_z_operator(), rho_to_z(rho_op), strict=True)]
+    out["z = chain rule"] = [(a - b).subs(point) for point in CHAIN_RULE_POINTS
+                             for a, b in zip(network_z_operator(), rho_to_z(rho_op),
+                                             strict=True)]
     x = sp.Symbol("x", real=True)
     b, v = sp.Function("b")(x), sp.Function("v")(x)
     derived = correction_operator({k: m[1] for k, m in euler_moments(b, v**2).items()},
@@ -525,8 +546,8 @@ def finite_depth_residuals() -> dict:
 
 
 __all__ = [
-    "correction_operator", "d_rho", "d_z", "euler_moments", "finite_depth_residuals",
-    "network_moments_components", "network_rho_moments", "network_rho_operator",
-    "network_z_operator", "pure_noise", "reduced_z_operator", "rho_to_z", "stated_euler_operator",
-    "wishart_expectation", "z_moments",
+    "CHAIN_RULE_POINTS", "correction_operator", "d_rho", "d_z", "euler_moments",
+    "finite_depth_residuals", "network_moments_components", "network_rho_moments",
+    "network_rho_operator", "network_z_operator", "pure_noise", "reduced_z_operator",
+    "rho_to_z", "stated_euler_operator", "wishart_expectation", "z_moments",
 ]

@@ -160,26 +160,26 @@ def test_layers_inputs_are_checked():
 
 
 @pytest.mark.slow
-def test_finite_depth_law_moves_towards_the_network():
-    """The network at L = 5, T = 10, d = 4, beta = 1 (N = 20,000 runs, s.e. 0.0019, fixed
-    key, certified absorption at 1e-6): measured 0.0744 against the limit's P = 0.1229
-    (26 s.e. below) and the first-order P + C/L = 0.0919 (9.5 s.e. above): at L = 5 the
-    first-order term C/L = -0.031 is a quarter of P and the remainder (-0.018) is not yet
-    small. What holds: the correction has the sign of the gap and removes more than half
-    of it."""
+def test_the_network_follows_its_own_law_not_its_limit():
+    """The network at L = 20, T = 10, d = 4, beta = 1: N = 200,000 runs (fixed key,
+    certified absorption at 1e-6), s.e. about 0.0007. The limit's P = 0.1229 and the
+    first-order law P + C/L = 0.1152 (C = -0.155) are 11 s.e. apart: the Monte Carlo must
+    lie within 4 s.e. of P + C/L and more than 8 s.e. below P. (The benchmark
+    ``bench_finite_depth.py`` measured 0.1146 +- 0.0002 with 2,000,000 runs: the remainder,
+    -0.0006, is 0.8 s.e. of this test.)"""
     from spheresde import PureNoise
     from spheresde._absorption import absorbing_network
 
-    n = 20_000
+    n = 200_000
     codes, _ = absorbing_network(jax.random.key(24), beta=1.0, d=4, weights=PureNoise(),
-                                 trajectories=n, layers=5, horizon=10.0, tol=0.01, bound=1e-6)
+                                 trajectories=n, layers=20, horizon=10.0, tol=0.01, bound=1e-6)
     mc = float(np.mean(codes == 1))
     limit = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0).antipodal)
-    own = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0, layers=5).antipodal)
+    own = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0, layers=20).antipodal)
     se = np.sqrt(mc * (1 - mc) / n)
-    assert limit - mc > 6 * se, (mc, limit)
-    assert mc < own < limit, (mc, own, limit)
-    assert abs(mc - own) < abs(mc - limit) / 2, (mc, own, limit)
+    assert limit - own > 10 * se  # the test can tell the two laws apart
+    assert abs(mc - own) < 4 * se, (mc, own, se)
+    assert limit - mc > 8 * se, (mc, limit, se)
 
 
 @pytest.mark.slow

@@ -66,3 +66,43 @@ def test_network_moments_witness_fails_for_a_wrong_point():
     # the hybrid drift enters the h^2 mean (mu is kept in the moments)
     assert moments[1][1].has(mu)
     assert moments[1][1].has(eps)
+
+
+def test_one_layer_series_is_the_layer_to_order_h2():
+    # the series behind every moment (_layer_products, then _series), pathwise: for one
+    # fixed rational G, rho' - rho as a polynomial in s = h^(1/2) against the layer computed
+    # directly (Y_i = X_i + s eps G A_i + s^2 mu A_i, then rho' = <Y_1, Y_2>/(|Y_1||Y_2|));
+    # the difference is O(s^5), so halving s divides it by about 32
+    import numpy as np
+    from sympy.polys.rings import ring
+
+    dim, rho0, a, eps0, mu0 = 3, sp.Rational(3, 5), sp.Rational(2, 3), 1, sp.Rational(1, 2)
+    x1 = [1, 0, 0]
+    x2 = [rho0, sp.sqrt(1 - rho0**2), 0]  # 4/5: rational
+    a1 = [a * u + (1 - a) * v for u, v in zip(x1, x2, strict=True)]
+    a2 = [(1 - a) * u + a * v for u, v in zip(x1, x2, strict=True)]
+    rng = np.random.default_rng(3)
+    g = [[sp.Rational(int(v), 64) for v in row] for row in rng.integers(-128, 128, (dim, dim))]
+    poly_ring, s_ = ring([sp.Symbol("s")], sp.QQ)
+    vec = [[poly_ring(sp.nsimplify(c)) for c in v] for v in (x1, x2, a1, a2)]
+    ga = [[sum((poly_ring(g[i][j]) * v[j] for j in range(dim)), poly_ring.zero)
+           for i in range(dim)] for v in vec[2:]]
+
+    def dot_noise(i, j):
+        return sum((u * v for u, v in zip(ga[i], ga[j], strict=True)), poly_ring.zero)
+
+    series = fd._series(fd._layer_products(*vec, *ga, dot_noise, s_, poly_ring(eps0),
+                                           poly_ring(mu0)))
+    as_float = [np.array([float(c) for c in v]) for v in (x1, x2, a1, a2)]
+    gm = np.array([[float(c) for c in row] for row in g])
+
+    def gap(step):
+        y1, y2 = (x + step * eps0 * gm @ att + step**2 * float(mu0) * att
+                  for x, att in zip(as_float[:2], as_float[2:], strict=True))
+        exact = y1 @ y2 / np.sqrt((y1 @ y1) * (y2 @ y2)) - float(rho0)
+        return exact - float(series.as_expr().subs("s", step))
+
+    errors = [abs(gap(step)) for step in (1e-2, 5e-3)]
+    assert 20 < errors[0] / errors[1] < 45, errors
+    assert errors[0] < 1e-7  # and the series is not trivially off (its s^1..s^4 terms)
+    assert abs(float(series.as_expr().subs("s", 1e-2))) > 1e-3

@@ -9,8 +9,8 @@ the two-token network, :func:`spheresde._absorption.absorbing_network`; ``reduce
 Euler chain of the z-SDE with +-1 increments, :func:`spheresde._absorption.absorbing_rho`),
 the limit SDE's law P at the same T and tol, and the first-order law of the chain
 P_L = P + C/L (:func:`spheresde.two_token.outcome_probabilities` with ``layers=L``).
-z = (MC - reference) / se with se = sqrt(p (1 - p) / N), p the reference (as REPORT.md's
-``standard_error``, which takes the larger of that and the estimate's). The column
+z = (MC - reference) / se, se the larger of the estimate's and the reference's binomial
+sqrt(p (1 - p) / N) (REPORT.md's rule). ``L (MC - P)`` tends to C, and the column
 ``L^2 (MC - P_L)`` stays of one size as L grows if the remainder is O(1/L^2); at small L
 and small P, P + C/L can fall below 0 (clipped): the first-order term is then as large
 as P itself and the expansion is not yet accurate there. Fixed keys, float32, certified
@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from spheresde import PureNoise, two_token
+from spheresde._outcomes import binomial_stderr
 from spheresde._absorption import absorbing_network, absorbing_rho
 
 BOUND = 1e-6
@@ -38,37 +39,54 @@ TOL = 1e-2
 POINTS = ((4, 1.0), (7, 1.2), (10, 2.0))  # beta_c = 0.66, 1.15, 1.38
 
 
+CHUNK = 200_000  # trajectories per compiled batch (memory)
+
+
 def monte_carlo(chain: str, key, d: int, beta: float, layers: int, horizon: float,
                 trajectories: int) -> float:
-    """P(antipodal) of ``trajectories`` runs of the chain."""
-    if chain == "network":
-        codes, _ = absorbing_network(key, beta=beta, d=d, weights=PureNoise(),
-                                     trajectories=trajectories, layers=layers,
-                                     horizon=horizon, tol=TOL, bound=BOUND)
-    else:
-        codes, _ = absorbing_rho(key, beta=beta, d=d, eps=1.0, mu=0.0,
-                                 trajectories=trajectories, dt=1.0 / layers, horizon=horizon,
-                                 tol=TOL, bound=BOUND)
-    return float(np.mean(codes == 1))
+    """P(antipodal) of ``trajectories`` runs of the chain, in batches of :data:`CHUNK`
+    (batch ``k`` from ``fold_in(key, k)``)."""
+    hits = 0
+    for k, start in enumerate(range(0, trajectories, CHUNK)):
+        n = min(CHUNK, trajectories - start)
+        sub = jax.random.fold_in(key, k)
+        if chain == "network":
+            codes, _ = absorbing_network(sub, beta=beta, d=d, weights=PureNoise(),
+                                         trajectories=n, layers=layers, horizon=horizon,
+                                         tol=TOL, bound=BOUND)
+        else:
+            codes, _ = absorbing_rho(sub, beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n,
+                                     dt=1.0 / layers, horizon=horizon, tol=TOL, bound=BOUND)
+        hits += int(np.sum(codes == 1))
+    return hits / trajectories
 
 
-def table(chain: str, trajectories: int, horizon: float, layers: tuple[int, ...]) -> None:
+def table(chain: str, trajectories: int, horizon: float, layers: tuple[int, ...],
+          points=POINTS) -> None:
+    """One row per (d, beta, L). se is the larger of the estimate's and the reference's
+    binomial standard error (REPORT.md's rule); ``L (MC - P)`` estimates the first-order
+    constant C (its error bar L se), ``L^2 (MC - P_L)`` the second-order one."""
     start = time.perf_counter()
-    print(f"\n{chain}: {trajectories} trajectories per point, T = {horizon:g}, tol = {TOL:g}")
-    print("| d | beta | L | MC | P | z vs P | P_L | z vs P_L | L^2 (MC - P_L) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for d, beta in POINTS:
+    print(f"\n{chain}: T = {horizon:g}, tol = {TOL:g}, trajectories per row in the table")
+    print("| d | beta | L | N | MC +- se | P | z vs P | P_L = P + C/L | z vs P_L | "
+          "C | L (MC - P) | L^2 (MC - P_L) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for d, beta in points:
         p = float(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=TOL).antipodal)
-        for k, L in enumerate(layers):
+        for L in layers:
             p_l = float(two_token.outcome_probabilities(
                 beta, d, horizon=horizon, tol=TOL, layers=L, chain=chain).antipodal)
-            mc = monte_carlo(chain, jax.random.key(1000 * d + k), d, beta, L, horizon,
-                             trajectories)
+            n = trajectories if L < 100 else trajectories // 2
+            mc = monte_carlo(chain, jax.random.key(1000 * d + L), d, beta, L, horizon, n)
+            se_mc = float(binomial_stderr(mc, n))
 
-            z_p, z_l = ((mc - ref) / np.sqrt(max(ref * (1 - ref), 1e-12) / trajectories)
-                        for ref in (p, p_l))
-            print(f"| {d} | {beta:g} | {L} | {mc:.4f} | {p:.4f} | {z_p:+.1f} | {p_l:.4f} | "
-                  f"{z_l:+.1f} | {L * L * (mc - p_l):+.2f} |", flush=True)
+            def z(ref, mc=mc, n=n):
+                return (mc - ref) / max(se_mc, float(binomial_stderr(ref, n)))
+
+            print(f"| {d} | {beta:g} | {L} | {n:,} | {mc:.5f} +- {se_mc:.5f} | {p:.5f} | "
+                  f"{z(p):+.1f} | {p_l:.5f} | {z(p_l):+.1f} | {L * (p_l - p):+.4f} | "
+                  f"{L * (mc - p):+.4f} +- {L * se_mc:.4f} | "
+                  f"{L * L * (mc - p_l):+.3f} +- {L * L * se_mc:.3f} |", flush=True)
     print(f"wall {time.perf_counter() - start:.0f} s")
 
 
@@ -112,7 +130,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="network,reduced,shift")
     parser.add_argument("--trajectories", type=int, default=None,
-                        help="per point (default 40,000 network, 400,000 reduced)")
+                        help="per row, halved at L >= 100 (default 2,000,000)")
     parser.add_argument("--horizon", type=float, default=10.0)
     parser.add_argument("--layers", default="5,10,20,100")
     args = parser.parse_args()
@@ -121,8 +139,7 @@ def main():
         if name == "shift":
             shift()
             continue
-        n = args.trajectories or (40_000 if name == "network" else 400_000)
-        table(name, n, args.horizon, layers)
+        table(name, args.trajectories or 2_000_000, args.horizon, layers)
 
 
 if __name__ == "__main__":

@@ -70,8 +70,10 @@ def test_exact_reduced_particles_network_agree(d, beta):
 
 
 def _row(cls, **given):
-    """A row of ``cls`` with the given fields and 0 elsewhere."""
-    return cls(**{f.name: given.get(f.name, 0) for f in dataclasses.fields(cls)})
+    """A row of ``cls`` with the given fields, the defaulted ones at their default (a
+    Figure 3 row without ``p_network`` is judged against ``p_finite``) and 0 elsewhere."""
+    return cls(**{f.name: given.get(f.name, 0 if f.default is dataclasses.MISSING else f.default)
+                  for f in dataclasses.fields(cls)})
 
 
 def test_the_error_bar_is_the_larger_of_the_estimate_and_the_reference():

@@ -9,6 +9,7 @@ marked slow.
 
 import csv
 import errno
+import io
 import json
 import os
 import pickle
@@ -191,7 +192,7 @@ def test_a_damaged_json_is_refused(tmp_path, no_fsync, content, says):
 def test_a_damaged_store_through_the_cli_is_one_line_exit_2(tmp_path, capsys):
     assert exact(tmp_path) == 0
     path = tmp_path / "phase.csv"
-    path.write_text(path.read_text().replace(",0,1.0,exact", ",,1.0,exact", 1))
+    path.write_text(path.read_text().replace(",0,nan,1.0,exact", ",,nan,1.0,exact", 1))
     err = refused(capsys, *EXACT, "--betas", "0.5,1,2", "--out", tmp_path)
     assert err == (f"spheresde phase: error: {path}: row 2: trajectories = '' does not parse; "
                    "restore the file, or pass --overwrite to compute the sweep afresh (see "
@@ -268,7 +269,13 @@ def test_a_sweep_stored_before_digests_resumes(tmp_path):
     result = sweep.run_chunked(spec.points(), lambda p: 2, None, None, quiet=True)
     assert [(r.d, r.beta, r.trajectories) for r in result] == [
         (3, 0.5, 8), (3, 1.0, 8), (4, 0.5, 8), (4, 1.0, 8)]
-    assert (tmp_path / "phase.csv").read_text() == before  # column order and values kept
+    # the stored columns keep their order and values; the column added since (p_network,
+    # defaulted) is written for the stored rows at its default, NaN: not computed
+    old, new = (list(csv.DictReader(io.StringIO(text)))
+                for text in (before, (tmp_path / "phase.csv").read_text()))
+    assert [c for c in new[0] if c != "p_network"] == list(old[0])
+    assert [{k: v for k, v in r.items() if k != "p_network"} for r in new] == old
+    assert {r["p_network"] for r in new} == {"nan"}
     meta = json.loads((tmp_path / "phase.json").read_text())
     assert [r["points_computed"] for r in meta["runs"]] == [4, 0]
     assert len(meta["digests"]) == 4  # from now on checked by digest too

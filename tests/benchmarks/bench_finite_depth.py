@@ -31,8 +31,8 @@ import jax
 import numpy as np
 
 from spheresde import PureNoise, two_token
-from spheresde._outcomes import binomial_stderr
 from spheresde._absorption import absorbing_network, absorbing_rho
+from spheresde._outcomes import binomial_stderr
 
 BOUND = 1e-6
 TOL = 1e-2
@@ -80,7 +80,7 @@ def table(chain: str, trajectories: int, horizon: float, layers: tuple[int, ...]
             mc = monte_carlo(chain, jax.random.key(1000 * d + L), d, beta, L, horizon, n)
             se_mc = float(binomial_stderr(mc, n))
 
-            def z(ref, mc=mc, n=n):
+            def z(ref, mc=mc, n=n, se_mc=se_mc):
                 return (mc - ref) / max(se_mc, float(binomial_stderr(ref, n)))
 
             print(f"| {d} | {beta:g} | {L} | {n:,} | {mc:.5f} +- {se_mc:.5f} | {p:.5f} | "

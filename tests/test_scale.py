@@ -221,3 +221,7 @@ def test_report_states_the_networks_mean_signed_z_against_its_limit():
     text = _network_offset([row(0.49, 0.5, 0.48), row(0.48, 0.5, 0.48)], 100)
     assert "mean signed z is -3.00" in text
     assert "2/2 within 4 standard errors, largest |z| 2.00, mean signed z +1.00" in text
+    assert text.startswith("The network with L = 100")
+    # the reduced method's chain is the Euler chain of the reduced SDE, not the network
+    text = _network_offset([row(0.49, 0.5, 0.48)], 10, "reduced")
+    assert text.startswith("The reduced SDE's Euler chain with L = 10 is not its limit")

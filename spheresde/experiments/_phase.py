@@ -226,13 +226,18 @@ class PhaseSpec(AbstractMonteCarloSpec):
         return phase_section(results)
 
 
-def _network_offset(rows: list[PhaseRow], layers: int) -> str:
-    """Sentences on the network against the limit's law and against its own: the network is
-    not its limit, it differs from it by O(1/L), and that O(1/L) is computed."""
+#: What each chain of :data:`CHAIN` is called in REPORT.md.
+CHAIN_NAMES = {"discrete": "The network", "reduced": "The reduced SDE's Euler chain"}
+
+
+def _network_offset(rows: list[PhaseRow], layers: int, method: str = "discrete") -> str:
+    """Sentences on the simulated chain (the network, or the reduced Euler chain) against the
+    limit's law and against its own: the chain is not its limit, it differs from it by
+    O(1/L), and that O(1/L) is computed."""
     ok, n, worst, mean = z_summary(rows, "p_finite")
     if not n:
         return ""
-    text = (f"The network with L = {layers} is not its limit: over the {n} points with "
+    text = (f"{CHAIN_NAMES[method]} with L = {layers} is not its limit: over the {n} points with "
             f"0 < p < 1, against the limit SDE's law at the same T ({ok}/{n} within {BAND} "
             f"standard errors) the largest |z| is {worst:.2f} and the mean signed z is "
             f"{mean:+.2f} (0 for an unbiased estimate).")
@@ -302,7 +307,7 @@ def phase_section(results: Mapping[str, Any]) -> Section:
             "",
         ]
         if method in CHAIN:
-            text += [_network_offset(rows, spec.layers), ""]
+            text += [_network_offset(rows, spec.layers, method), ""]
         status.append(("Figure 3 (MC vs exact)", f"{ok}/{total} points agree"))
     text += [
         table(["d", "beta_c(d)"] + [f"P(antipodal), beta={b:g}" for b in shown], body),

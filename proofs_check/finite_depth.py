@@ -50,6 +50,7 @@ import sympy as sp
 
 from .limit import gaussian_expectation
 from .symbols import beta, d, eps, mu, r, rho, s
+from .two_token import derive_rho_sde
 
 #: Orders of the moments E[increment^k] that enter at h^2 (the others are O(h^3)).
 ORDERS = (1, 2, 3, 4)
@@ -347,8 +348,6 @@ def pure_noise(moments: dict) -> dict:
 def network_rho_operator() -> tuple[sp.Expr, ...]:
     r""":math:`\mathcal L_1` of the pure-noise network in :math:`\rho`: :math:`(c_1, \dots,
     c_4)`, rational in ``rho`` and ``r`` (and ``beta``, ``d``, ``eps``)."""
-    from .two_token import derive_rho_sde
-
     sde = derive_rho_sde()
     moments = {k: v[1] for k, v in pure_noise(network_rho_moments()).items()}
     return correction_operator(moments, sde.drift.subs(mu, 0), sde.variance, d_rho)
@@ -381,8 +380,6 @@ def z_moments(moments: dict) -> dict:
 
 def _z_sde():
     """Drift and squared diffusion of the pure-noise z-SDE, rational in ``rho`` and ``r``."""
-    from .two_token import derive_rho_sde
-
     sde = derive_rho_sde()
     return (sde.reduced_drift + rho * sde.reduced_variance).subs(mu, 0), sde.reduced_variance
 
@@ -510,8 +507,6 @@ def finite_depth_residuals() -> dict:
     >>> is_zero(finite_depth_residuals())
     True
     """
-    from .two_token import derive_rho_sde
-
     moments = network_rho_moments()
     sde = derive_rho_sde()
     z_drift, z_variance = _z_sde()

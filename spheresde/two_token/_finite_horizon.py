@@ -69,7 +69,7 @@ import functools
 import numpy as np
 from scipy import linalg, special
 
-from proofs_check.export import CHAINS
+from proofs_check.export import CHAINS, finite_depth_coefficients
 
 from .._outcomes import DEFAULT_TOL, OutcomeFractions
 from .._typing import RealGrid
@@ -285,8 +285,6 @@ def _derivative_weights(centres):
 
 def _correction_operator(centres, chain, args):
     r"""The dense matrix of :math:`\mathcal L_1 = \sum_k c_k(z)\partial_z^k` on the centres."""
-    from proofs_check.export import finite_depth_coefficients
-
     coefficients = finite_depth_coefficients("numpy")[chain](np.clip(centres, -FAR, FAR), *args)
     index, weights = _derivative_weights(centres)
     rows = np.zeros((centres.size, 5))

@@ -433,7 +433,7 @@ PARTIAL = ["phase", "--dims", "3", "--betas", "0.5,1", "--trajectories", "8", "-
 def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_path, capsys):
     # tests/data/sweep_v0_partial: the sweep of tests/data/sweep_v0 for d = 3, interrupted
     # with the point beta = 0.5 finished and chunk 0 of 2 of beta = 1 in the chunk cache
-    finished = (DATA / "sweep_v0" / "phase.csv").read_text().splitlines()[:3]
+    finished = list(csv.DictReader(io.StringIO((DATA / "sweep_v0" / "phase.csv").read_text())))[:2]
     for case in ("as stored", "forged"):
         out = tmp_path / case
         shutil.copytree(DATA / "sweep_v0_partial", out)
@@ -442,7 +442,12 @@ def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_p
             cache["points"]["3|1.0"]["0"]["outcomes"] = [0, 500, 4]  # a row of 504 samples
             (out / "phase.chunks.json").write_text(json.dumps(cache))
         assert main([*PARTIAL, "--out", str(out)]) == 0
-        assert (out / "phase.csv").read_text().splitlines() == finished  # as if never cut
+        # as if never cut, in the stored columns; p_network (added since, defaulted) is NaN
+        # for the point finished before and computed for the one finished now
+        table = list(csv.DictReader(io.StringIO((out / "phase.csv").read_text())))
+        assert [{k: v for k, v in r.items() if k != "p_network"} for r in table] == finished
+        assert table[0]["p_network"] == "nan"
+        assert 0 < float(table[1]["p_network"]) < 1
         runs = json.loads((out / "phase.json").read_text())["runs"]
         err = capsys.readouterr().err.strip().splitlines()
         if case == "as stored":

@@ -32,9 +32,9 @@ def reference(row: Row) -> tuple[float, float]:
     (``p_network``: the network for ``discrete``, the Euler chain for ``reduced``), else
     the limit SDE's law at the run's own horizon and tol (``p_finite``), and dominance rows
     of two tokens its value at the row's horizon (``p_exact_horizon``): the same
-    classification at the same T, so no slack. Hybrid
-    rows only have the t -> inf value: the undecided mass may still end either way, so it
-    widens the band. Each row type says which (its ``reference()``), beside its columns.
+    classification at the same T, so no slack. Hybrid rows only have the t -> inf value:
+    the undecided mass may still end either way, so it widens the band. Each row type says
+    which (its ``reference()``), beside its columns.
     """
     return row.reference()
 

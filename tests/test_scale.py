@@ -165,10 +165,18 @@ SMOKE = ["phase", "--dims", "4", "--betas", "1,3", "--trajectories", "160", "--l
 
 
 def worker_processes():
+    """The live Dask worker processes below this one (a child that has exited, a zombie
+    not yet reaped or one gone meanwhile, is not a worker to kill)."""
     import psutil
 
-    return [p for p in psutil.Process().children(recursive=True)
-            if "spawn_main" in " ".join(p.cmdline())]
+    workers = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "spawn_main" in " ".join(p.cmdline()):
+                workers.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # ZombieProcess is one
+            continue
+    return workers
 
 
 @pytest.mark.slow

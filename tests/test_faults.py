@@ -9,7 +9,6 @@ marked slow.
 
 import csv
 import errno
-import io
 import json
 import os
 import pickle
@@ -46,6 +45,12 @@ def refused(capsys, *argv):
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def without_network(table):
+    """CSV rows without the ``p_network`` column (added to Figure 3 rows since the stored
+    fixtures were written)."""
+    return [{k: v for k, v in r.items() if k != "p_network"} for r in table]
 
 
 # ------------------------------------------------------------------ one writer per sweep
@@ -264,17 +269,16 @@ def test_a_sweep_stored_before_digests_resumes(tmp_path):
     # spheresde phase --dims 3,4 --betas 0.5,1 --trajectories 8 --layers 2 --horizon 1
     # --chunk-size 4
     shutil.copytree(DATA / "sweep_v0", tmp_path, dirs_exist_ok=True)
-    before = (tmp_path / "phase.csv").read_text()
+    old = rows(tmp_path / "phase.csv")
     spec, sweep = v0_store(tmp_path)
     result = sweep.run_chunked(spec.points(), lambda p: 2, None, None, quiet=True)
     assert [(r.d, r.beta, r.trajectories) for r in result] == [
         (3, 0.5, 8), (3, 1.0, 8), (4, 0.5, 8), (4, 1.0, 8)]
     # the stored columns keep their order and values; the column added since (p_network,
     # defaulted) is written for the stored rows at its default, NaN: not computed
-    old, new = (list(csv.DictReader(io.StringIO(text)))
-                for text in (before, (tmp_path / "phase.csv").read_text()))
+    new = rows(tmp_path / "phase.csv")
     assert [c for c in new[0] if c != "p_network"] == list(old[0])
-    assert [{k: v for k, v in r.items() if k != "p_network"} for r in new] == old
+    assert without_network(new) == old
     assert {r["p_network"] for r in new} == {"nan"}
     meta = json.loads((tmp_path / "phase.json").read_text())
     assert [r["points_computed"] for r in meta["runs"]] == [4, 0]
@@ -433,7 +437,7 @@ PARTIAL = ["phase", "--dims", "3", "--betas", "0.5,1", "--trajectories", "8", "-
 def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_path, capsys):
     # tests/data/sweep_v0_partial: the sweep of tests/data/sweep_v0 for d = 3, interrupted
     # with the point beta = 0.5 finished and chunk 0 of 2 of beta = 1 in the chunk cache
-    finished = list(csv.DictReader(io.StringIO((DATA / "sweep_v0" / "phase.csv").read_text())))[:2]
+    finished = rows(DATA / "sweep_v0" / "phase.csv")[:2]
     for case in ("as stored", "forged"):
         out = tmp_path / case
         shutil.copytree(DATA / "sweep_v0_partial", out)
@@ -444,8 +448,8 @@ def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_p
         assert main([*PARTIAL, "--out", str(out)]) == 0
         # as if never cut, in the stored columns; p_network (added since, defaulted) is NaN
         # for the point finished before and computed for the one finished now
-        table = list(csv.DictReader(io.StringIO((out / "phase.csv").read_text())))
-        assert [{k: v for k, v in r.items() if k != "p_network"} for r in table] == finished
+        table = rows(out / "phase.csv")
+        assert without_network(table) == finished
         assert table[0]["p_network"] == "nan"
         assert 0 < float(table[1]["p_network"]) < 1
         runs = json.loads((out / "phase.json").read_text())["runs"]

@@ -5,12 +5,18 @@ broken example breaks the build, as it should.
 """
 
 import os
+import sys
 import time
+from pathlib import Path
 
 # The examples must run on any machine, GPU or not, and give the same numbers.
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import spheresde
+
+# The folder of this file, for the gallery's own scraper (docs/gallery_checks.py), which
+# sphinx-gallery imports by its dotted name; the package itself is the installed one.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 project = "spheresde"
 author = "spheresde contributors"
@@ -81,7 +87,12 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
-    "image_scrapers": ("matplotlib",),
+    # sphinx-gallery's matplotlib scraper behind a check: a figure with an empty panel (one
+    # drawn by a later cell, after the figure was captured) fails the build.
+    "image_scrapers": ("gallery_checks.matplotlib_scraper",),
+    # No echo of the last expression of a cell (``<matplotlib.legend.Legend object at
+    # 0x...>``): an example shows what it prints, and its figures.
+    "capture_repr": (),
     "min_reported_time": 1,
     # The execution-times pages load jQuery and DataTables from CDNs: no such page, so
     # that the built site needs no network (tests/test_docs.py checks every page).

@@ -41,8 +41,9 @@ for i, beta in enumerate(betas):
     antipodal = spheresde.classify(result.tokens) == spheresde.ANTIPODAL
     sizes[beta] = np.asarray(spheresde.cluster_sizes(result.tokens)[antipodal])
     f = fractions[-1]
-    print(f"beta = {beta:4.2f}: single {f.single:.2f}, antipodal {f.antipodal:.2f} "
-          f"+- {f.antipodal_se:.2f}, undecided {f.undecided:.2f}")
+    print(f"beta = {beta:4.2f}: single {f.single:.2f} +- {f.single_se:.2f}, antipodal "
+          f"{f.antipodal:.2f} +- {f.antipodal_se:.2f}, undecided {f.undecided:.2f} "
+          f"(1 s.e., {trajectories} trajectories)")
 
 # %%
 # Outcomes against :math:`\beta`
@@ -50,7 +51,7 @@ for i, beta in enumerate(betas):
 # Error bars: two binomial standard errors (300 trajectories per point). The dashed line
 # is the two-token threshold :math:`\beta_c(4) = \tfrac12\operatorname{arccosh}2`, and the
 # grey curve the exact two-token antipodal probability, for comparison.
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[3, 2])
+fig, ax1 = plt.subplots(figsize=(7, 4.2))
 for name, color in [("single", "tab:purple"), ("antipodal", "tab:orange"),
                     ("undecided", "tab:gray")]:
     p = np.array([getattr(f, name) for f in fractions])
@@ -65,6 +66,7 @@ ax1.set_xlabel(r"$\beta$")
 ax1.set_ylabel("fraction of trajectories")
 ax1.set_title(f"n = {n} tokens on $S^{{{d - 1}}}$, L = {layers}, T = {horizon:g}")
 ax1.legend(fontsize=8)
+fig.tight_layout()
 
 # %%
 # How the antipodal configurations split
@@ -73,13 +75,16 @@ ax1.legend(fontsize=8)
 beta_show = betas[-1]
 splits, counts = np.unique(sizes[beta_show], axis=0, return_counts=True)
 labels = [f"{a} + {b}" for a, b in splits]
+fig, ax2 = plt.subplots(figsize=(4.5, 3.4))
 ax2.bar(labels, counts / trajectories, color="tab:orange")
 ax2.set_xlabel("cluster sizes")
 ax2.set_ylabel("fraction of trajectories")
 ax2.set_title(rf"antipodal splits at $\beta = {beta_show:g}$")
 fig.tight_layout()
 for label, c in zip(labels, counts, strict=True):
-    print(f"beta = {beta_show:g}: split {label}: {c} of {trajectories}")
+    share = c / trajectories
+    print(f"beta = {beta_show:g}: split {label}: {c} of {trajectories} trajectories, "
+          f"{share:.2f} +- {np.sqrt(share * (1 - share) / trajectories):.2f} (1 s.e.)")
 
 # %%
 # Antipodal configurations do persist for more than two tokens, and at large

@@ -1,6 +1,6 @@
 r"""
-Checking :math:`\beta_c(d)` with proofs_check
-==============================================
+Checking the critical inverse temperature with proofs_check
+===========================================================
 
 Every formula the numerics use is derived symbolically by :mod:`proofs_check`, not
 typed in. This example follows one of them, the critical inverse temperature of the

@@ -34,7 +34,7 @@ import spheresde
 
 jax.config.update("jax_enable_x64", True)
 
-t, paths = 0.3, 4000
+t, paths = 0.3, 20_000
 north = jnp.array([0.0, 0.0, 1.0])
 bm = spheresde.SphereSDE(lambda t, y, args: jnp.zeros_like(y),
                          lambda t, y, args, dw: spheresde.project_tangent(y, dw), (3,),
@@ -47,19 +47,22 @@ c = np.linspace(-1, 1, 400)
 density = sum((2 * k + 1) / 2 * np.exp(-k * (k + 1) * t / 2) * special.eval_legendre(k, c)
               for k in range(80))
 ks = stats.ks_2samp(np.asarray(solved), np.asarray(exact))
-print(f"E<X_t, X_0>: solver {float(solved.mean()):.4f}, exact sampler "
-      f"{float(exact.mean()):.4f}, closed form {np.exp(-t):.4f}; two-sample KS p = "
-      f"{ks.pvalue:.2f}")
+for name, cosine in (("solver", solved), ("exact sampler", exact)):
+    print(f"E<X_t, X_0>, {name:13s}: {float(cosine.mean()):.4f} +- "
+          f"{float(cosine.std()) / np.sqrt(paths):.4f} (1 s.e., {paths} paths)")
+print(f"closed form e^(-t): {np.exp(-t):.4f}; two-sample Kolmogorov-Smirnov test of "
+      f"solver against sampler: p = {ks.pvalue:.2f}")
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+fig, ax = plt.subplots(figsize=(5.5, 3.6))
 bins = np.linspace(-0.2, 1, 40)
-left.hist(np.asarray(solved), bins, density=True, alpha=0.5, label="GeodesicMidpoint, dt = 0.03")
-left.hist(np.asarray(exact), bins, density=True, histtype="step", lw=1.5,
+ax.hist(np.asarray(solved), bins, density=True, alpha=0.5, label="GeodesicMidpoint, dt = 0.03")
+ax.hist(np.asarray(exact), bins, density=True, histtype="step", lw=1.5,
           label="sample_brownian_motion")
-left.plot(c, density, "k", lw=1, label="heat kernel")
-left.set(xlim=(-0.2, 1), xlabel=r"$\langle X_t, X_0\rangle$", ylabel="density",
+ax.plot(c, density, "k", lw=1, label="heat kernel")
+ax.set(xlim=(-0.2, 1), xlabel=r"$\langle X_t, X_0\rangle$", ylabel="density",
          title=f"Brownian motion on $S^2$, t = {t}")
-left.legend(fontsize=7)
+ax.legend(fontsize=7)
+fig.tight_layout()
 
 # %%
 # von Mises--Fisher: the stationary law of the Langevin diffusion
@@ -69,13 +72,14 @@ left.legend(fontsize=7)
 # :math:`\coth\kappa - 1/\kappa`.
 kappa = 4.0
 w = spheresde.sample_von_mises_fisher(jr.key(2), north, kappa, (paths,)) @ north
-print(f"vMF mean cosine {float(w.mean()):.4f}, closed form "
+print(f"von Mises-Fisher mean cosine: {float(w.mean()):.4f} +- "
+      f"{float(w.std()) / np.sqrt(paths):.4f} (1 s.e.), closed form "
       f"{1 / np.tanh(kappa) - 1 / kappa:.4f}")
-right.hist(np.asarray(w), np.linspace(-1, 1, 40), density=True, alpha=0.5,
+fig, ax = plt.subplots(figsize=(5.5, 3.6))
+ax.hist(np.asarray(w), np.linspace(-1, 1, 40), density=True, alpha=0.5,
            label="sample_von_mises_fisher")
-right.plot(c, kappa * np.exp(kappa * c) / (2 * np.sinh(kappa)), "k", lw=1,
+ax.plot(c, kappa * np.exp(kappa * c) / (2 * np.sinh(kappa)), "k", lw=1,
            label=r"$\kappa e^{\kappa w}/2\sinh\kappa$")
-right.set(xlabel=r"$\langle x, \mu\rangle$", title=rf"von Mises--Fisher, $\kappa$ = {kappa}")
-right.legend(fontsize=7)
+ax.set(xlabel=r"$\langle x, \mu\rangle$", title=rf"von Mises--Fisher, $\kappa$ = {kappa}")
+ax.legend(fontsize=7)
 fig.tight_layout()
-plt.show()

@@ -1,6 +1,6 @@
 r"""
-The discrete network converges to the SDE as :math:`L` grows
-============================================================
+The discrete network converges to the SDE as the number of layers grows
+=======================================================================
 
 The paper's Theorem 1 says that the network with :math:`L` layers per unit of
 depth-time, :math:`Y_i = X_i + L^{-1/2}V_kA_i`, :math:`X_i' = Y_i/|Y_i|`, converges as

@@ -3,13 +3,17 @@ draws its figure, every public name is documented and appears in the API pages."
 
 from __future__ import annotations
 
+import html
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -219,6 +223,30 @@ def test_documented_names_parser_catches_a_missing_name(tmp_path):
                    ".. data:: NO_SUCH_CODE", ":class:`~spheresde.Gone`"]
 
 
+def _code_blocks(page: Path, language: str) -> list[str]:
+    """The ``.. code-block:: language`` bodies of a reST page, dedented."""
+    blocks = re.findall(rf"^\.\. code-block:: {language}\n\n((?:(?:   .*)?\n)+)",
+                        page.read_text(), flags=re.MULTILINE)
+    return [textwrap.dedent(block) for block in blocks]
+
+
+def test_landing_page_routes_each_reader_to_a_command_and_an_example():
+    """The three ways in of docs/index.rst: each a command and an existing worked example;
+    the Python one runs as printed and its path stays on the sphere."""
+    index = ROOT / "docs" / "index.rst"
+    section = index.read_text().split("Three ways in\n---")[1].split("\n---")[0]
+    examples = re.findall(r":doc:`auto_examples/(plot_\w+)`", section)
+    assert len(examples) == 3, examples
+    assert all((ROOT / "examples" / f"{name}.py").is_file() for name in examples), examples
+    commands = [line.strip() for block in _code_blocks(index, "bash")
+                for line in block.splitlines() if line.strip()]
+    assert commands[:2] == ["python -m proofs_check", "spheresde reproduce --out results"]
+    (snippet,) = _code_blocks(index, "python")
+    namespace: dict = {}
+    exec(compile(snippet, str(index), "exec"), namespace)
+    assert float(spheresde.norm_error(namespace["sol"].ys)) < 1e-5
+
+
 # A <script> whose src names a host ("https://...", "//cdn...") needs the network.
 _REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc\s*=\s*[\"']?(?:[a-z][a-z0-9+.-]*:)?//",
                             re.IGNORECASE)
@@ -243,6 +271,154 @@ def test_network_scripts_finds_a_cdn_script(tmp_path):
     assert [line.split(":")[0] for line in network_scripts(tmp_path)] == ["a.html", "b.html"]
 
 
+# What a cell echoes when its last line is an expression: ``<matplotlib.legend.Legend
+# object at 0x7f...>``, ``<function f at 0x...>``.
+_OBJECT_REPR = re.compile(r"<[A-Za-z_][\w.]*(?: [^<>\n]*)? at 0x[0-9a-fA-F]+>")
+# LaTeX that reaches a reader as source: MathJax delimiters, TeX dollars, or a command
+# (sphinx-gallery's card label drops the delimiters of a title's math, not the TeX).
+_RAW_TEX = re.compile(r"\\[()\[\]]|\\[A-Za-z]+|\$")
+
+
+# Elements whose text is one label (by tag or class), and lists of links each one a label.
+_LABELS = {"title": "page title", "sphx-glr-thumbnail-title": "gallery card"}
+_LINK_LISTS = {"sidebar-tree": "sidebar", "related-pages": "previous/next links"}
+
+
+class _TitleText(HTMLParser):
+    """The text of the places where a page is named: its ``<title>`` (a browser tab, a
+    search result), each link of furo's sidebar and of its previous/next links, and each
+    sphinx-gallery card label. A title must read as plain text in all of them."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str]] = []  # (where, the label's text)
+        self._depth = {"div": 0, "title": 0, "a": 0}
+        self._lists: list[tuple[str, int]] = []  # open link lists: (name, div depth)
+        self._label: list | None = None  # [where, tag, depth, text] of the open label
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self._depth:
+            return
+        self._depth[tag] += 1
+        classes = (dict(attrs).get("class") or "").split()
+        if self._label is not None:
+            return
+        # The first <title> is the page's; later ones name the icons of inline SVGs.
+        where = (_LABELS["title"] if tag == "title" and not self.found else
+                 self._lists[-1][0] if tag == "a" and self._lists else
+                 next((_LABELS[c] for c in classes if c in _LABELS), None))
+        if where is not None:
+            self._label = [where, tag, self._depth[tag], ""]
+        elif tag == "div" and (names := [_LINK_LISTS[c] for c in classes
+                                         if c in _LINK_LISTS]):
+            self._lists.append((names[0], self._depth[tag]))
+
+    def handle_endtag(self, tag):
+        if tag not in self._depth:
+            return
+        label = self._label
+        if label is not None and label[1] == tag and label[2] == self._depth[tag]:
+            self.found.append((label[0], " ".join(label[3].split())))
+            self._label = None
+        elif tag == "div" and self._lists and self._lists[-1][1] == self._depth[tag]:
+            self._lists.pop()
+        self._depth[tag] -= 1
+
+    def handle_data(self, data):
+        if self._label is not None:
+            self._label[3] += f" {data}"
+
+
+def page_defects(html_dir: Path) -> list[str]:
+    """``page: what`` for every object repr on a built page, and every raw ``\\(`` or
+    ``$`` in a page title, a sidebar entry, a previous/next link or a gallery card."""
+    found = []
+    for page in sorted(html_dir.rglob("*.html")):
+        name = page.relative_to(html_dir).as_posix()
+        if name.startswith(("_static/", "_modules/")):
+            continue
+        text = page.read_text(errors="replace")
+        found += [f"{name}: echoed {m.group(0)}" for m in _OBJECT_REPR.finditer(html.unescape(
+            re.sub(r"<[^>]*>", "", text)))]
+        parser = _TitleText()
+        parser.feed(text)
+        found += [f"{name}: raw LaTeX in the {region}: {label!r}"
+                  for region, label in parser.found if _RAW_TEX.search(label)]
+    return found
+
+
+def test_page_defects_finds_the_old_gallery_pages(tmp_path):
+    """Markup cut from the pages built before the fix (the training example, the gallery
+    index, the beta_c example), and the same places once fixed."""
+    (tmp_path / "plot_training_noise.html").write_text(
+        '<div class="sphx-glr-script-out highlight-none notranslate"><div class="highlight">'
+        "<pre><span></span>&lt;matplotlib.legend.Legend object at 0x7ff1bbdd20d0&gt;\n"
+        "</pre></div></div>")
+    (tmp_path / "index.html").write_text(
+        "<html><head><title>Worked examples - spheresde 0.1.0</title></head><body>"
+        '<div class="sidebar-tree"><ul><li class="toctree-l2"><a class="reference internal" '
+        'href="plot_beta_c_proofs_check.html">Checking \\(\\beta_c(d)\\) with proofs_check</a>'
+        '</li></ul><label><div class="visually-hidden">Toggle navigation</div></label></div>'
+        '<div class="sphx-glr-thumbcontainer" tooltip="plain"><div '
+        'class="sphx-glr-thumbnail-title">Checking \\beta_c(d) with proofs_check</div></div>'
+        '<div class="sphx-glr-thumbcontainer"><div class="sphx-glr-thumbnail-title">'
+        "Costs $10</div></div>"
+        '<div class="related-pages"><a class="next-page" href="x.html"><div class="page-info">'
+        '<div class="title">The discrete network converges to the SDE as <span class="math '
+        'notranslate nohighlight">\\(L\\)</span> grows</div></div></a></div>'
+        "<p>Prose may hold \\(\\beta\\) and $5.</p></body></html>")
+    (tmp_path / "plot_beta_c_proofs_check.html").write_text(
+        "<html><head><title>Checking \\(\\beta_c(d)\\) with proofs_check - spheresde"
+        '</title></head><body><svg><title>Menu</title></svg><div class="sidebar-tree">'
+        '<a href="index.html">Worked examples</a></div></body></html>')
+    (tmp_path / "fixed.html").write_text(
+        "<html><head><title>Checking the critical inverse temperature with proofs_check"
+        '</title></head><body><div class="sidebar-tree"><a>Worked examples</a></div>'
+        "<pre>beta = 4: split 1 + 4: 96 of 300 trajectories, 0.32 +- 0.03</pre></body></html>")
+    assert [line.split(": ", 2)[:2] for line in page_defects(tmp_path)] == [
+        ["index.html", "raw LaTeX in the sidebar"],
+        ["index.html", "raw LaTeX in the gallery card"],
+        ["index.html", "raw LaTeX in the gallery card"],
+        ["index.html", "raw LaTeX in the previous/next links"],
+        ["plot_beta_c_proofs_check.html", "raw LaTeX in the page title"],
+        ["plot_training_noise.html", "echoed <matplotlib.legend.Legend object at 0x7ff1bbdd20d0>"],
+    ]
+
+
+def _gallery_checks():
+    """docs/gallery_checks.py, the module sphinx-gallery loads from docs/conf.py."""
+    spec = importlib.util.spec_from_file_location("gallery_checks",
+                                                  ROOT / "docs" / "gallery_checks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gallery_scraper_refuses_an_empty_panel():
+    """The old training example: a figure of two panels, the second drawn by a later cell."""
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    checks = _gallery_checks()
+    fig, (ax, bx) = plt.subplots(1, 2)
+    ax.plot([0, 1], [0, 1])
+    bx.set_title("digits, L=8, d=16, one seed")
+    assert checks.empty_axes(fig) == ['axes 2 of 2 (title "digits, L=8, d=16, one seed")']
+    with pytest.raises(ValueError, match=r"plot_x\.py, cell at line 17: figure \d+: axes 2"):
+        checks.matplotlib_scraper(type("Block", (), {"lineno": 17})(),
+                                  {"src_file": "examples/plot_x.py"}, {})
+    assert not plt.get_fignums(), "the refused figures must not leak into the next example"
+
+    fig, (ax, bx, cx) = plt.subplots(1, 3)
+    ax.plot([0, 1], [0, 1])
+    fig.colorbar(bx.pcolormesh([[0.0, 1.0]]), ax=bx)
+    cx.axis("off")  # no frame is drawn: not an empty panel
+    assert checks.empty_axes(fig) == []
+    plt.close(fig)
+
+
 @pytest.mark.slow
 def test_sphinx_build_with_examples(tmp_path):
     """Build the html docs from a fresh copy (so every example really executes)."""
@@ -263,6 +439,9 @@ def test_sphinx_build_with_examples(tmp_path):
     # Opened from disk without a network, the pages must still render their formulas.
     assert not network_scripts(out), "\n".join(network_scripts(out)[:5])
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    # Every figure was complete when captured (docs/gallery_checks.py, or the build fails);
+    # no cell echoes a repr, and every title reads as plain text where math is not typeset.
+    assert not page_defects(out), "\n".join(page_defects(out))
     images = src / "docs" / "auto_examples" / "images"
     for example in EXAMPLES:
         page = out / "auto_examples" / f"{example.stem}.html"

@@ -83,3 +83,11 @@ ax.plot(c, kappa * np.exp(kappa * c) / (2 * np.sinh(kappa)), "k", lw=1,
 ax.set(xlabel=r"$\langle x, \mu\rangle$", title=rf"von Mises--Fisher, $\kappa$ = {kappa}")
 ax.legend(fontsize=7)
 fig.tight_layout()
+
+# %%
+# Every mean printed above lies within two standard errors of its closed form, and the
+# two-sample Kolmogorov--Smirnov test does not tell the solver's law of the cosine from
+# the exact one at 20,000 paths: at this time step the geodesic midpoint rule's bias is
+# below the Monte Carlo noise. The exact samplers cost no time steps at all, which is
+# what makes them references: a solver's error is read against them, not against another
+# solver.

@@ -51,8 +51,9 @@ frac = two_token.rho_fractions(rho_T)
 exact_mc = two_token.antipodal_probability(beta_mc[None, :], d, mu=mu, eps=eps_mc[:, None])
 decided = frac.undecided < 0.05
 z = np.abs(frac.antipodal - exact_mc) / np.maximum(frac.antipodal_se, 1e-2)
-print("largest undecided fraction:", float(frac.undecided.max()))
-print("largest |MC - exact| / s.e. where < 5% undecided:", float(z[decided].max()))
+print(f"largest undecided fraction: {float(frac.undecided.max()):.2f}")
+print(f"largest |MC - exact| where < 5% undecided: {float(z[decided].max()):.1f} standard "
+      f"errors, over {int(decided.sum())} points")
 
 # %%
 # The picture

@@ -178,6 +178,39 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
     assert rows == [Epoch(r, e, r + e / 10) for r in range(4) for e in range(3)]
 
 
+def test_points_of_a_batch_are_computed_in_one_call_and_stored_one_by_one(tmp_path):
+    """The driver of point specs: the pending points of one ``together`` value are one
+    ``compute`` call; a batch interrupted is computed again whole, a finished one kept,
+    and a point stored before is left out of its batch."""
+    from spheresde.experiments._sweep import _in_batches
+
+    calls = []
+
+    class Spec:  # the two methods of AbstractPointSpec that the driver calls
+        def together(self, point):
+            return point["run"] // 3
+
+        def compute(self, points, *, quiet):
+            calls.append([p["run"] for p in points])
+            if len(calls) == 3:  # Ctrl-C in the second batch of the full grid
+                raise KeyboardInterrupt
+            return [[Epoch(p["run"], e, p["run"] + e / 10) for e in range(2)] for p in points]
+
+    points = [{"run": r} for r in range(6)]
+
+    def run(points):
+        sweep = Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",))
+        return sweep.run(points, _in_batches(Spec(), sweep, points, True), quiet=True)
+
+    run(points[4:5])  # run 4 stored before
+    with pytest.raises(KeyboardInterrupt):
+        run(points)
+    assert (tmp_path / "toy.csv").read_text().count("\n") == 1 + 2 * 4  # runs 0-2 and 4
+    rows = run(points)
+    assert calls == [[4], [0, 1, 2], [3, 5], [3, 5]]
+    assert rows == [Epoch(r, e, r + e / 10) for r in range(6) for e in range(2)]
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--dataset", "mnist"], "'mnist' is not one of digits, fashion-mnist, cifar10"),
     (["--dataset", "fashion-mnist", "--data-dir", "/nonexistent/fm"],

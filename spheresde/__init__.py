@@ -12,8 +12,11 @@ from ._classifier import TransformerClassifier as TransformerClassifier
 from ._classifier import classifier_loss as classifier_loss
 from ._classifier import classifier_optimizer as classifier_optimizer
 from ._classifier import evaluate_classifier as evaluate_classifier
+from ._classifier import evaluate_classifiers as evaluate_classifiers
 from ._classifier import init_values as init_values
+from ._classifier import stack_runs as stack_runs
 from ._classifier import train_epoch as train_epoch
+from ._classifier import train_epochs as train_epochs
 from ._codegen import to_sphere_sde as to_sphere_sde
 from ._datasets import DatasetError as DatasetError
 from ._datasets import ImageData as ImageData

@@ -153,23 +153,56 @@ def classifier_optimizer(lr: float, weight_decay: float,
     return optax.adamw(schedule, weight_decay=weight_decay)
 
 
-@eqx.filter_jit
-def train_epoch(model, opt_state, optim, images, labels, order):
-    """One epoch: a ``lax.scan`` of AdamW steps over the batches ``order`` ``(steps, B)``.
+def _epoch(model, opt_state, optim, images, labels, dataset, order):
+    """One epoch of one run on training set ``dataset`` of ``images`` ``(S, N, n, p)``.
 
-    Returns the model, the optimizer state and the mean training loss of the epoch.
+    The run's batches are gathered from the ``S`` sets inside each step, so that runs
+    vmapped over ``dataset`` share one copy of the images instead of a copy each.
     """
     params, static = eqx.partition(model, eqx.is_inexact_array)
 
     def step(carry, batch):
         params, opt_state = carry
         loss, grads = jax.value_and_grad(
-            lambda p: classifier_loss(eqx.combine(p, static), images[batch], labels[batch]))(params)
+            lambda p: classifier_loss(eqx.combine(p, static), images[dataset, batch],
+                                      labels[dataset, batch]))(params)
         updates, opt_state = optim.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), loss
 
     (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), order)
     return eqx.combine(params, static), opt_state, jnp.mean(losses)
+
+
+@eqx.filter_jit
+def train_epoch(model, opt_state, optim, images, labels, order):
+    """One epoch of one run: a ``lax.scan`` of AdamW steps over the batches ``order``
+    ``(steps, B)`` of ``images`` ``(N, n, p)``.
+
+    Returns the model, the optimizer state and the mean training loss of the epoch.
+    """
+    return _epoch(model, opt_state, optim, images[None], labels[None], 0, order)
+
+
+@eqx.filter_jit
+def train_epochs(models, opt_states, optim, images, labels, datasets, orders):
+    """One epoch of ``R`` runs at once, one compiled program: :func:`train_epoch` vmapped.
+
+    ``models`` and ``opt_states`` are stacked along a leading axis of runs
+    (:func:`stack_runs`); run ``r`` trains on set ``datasets[r]`` of ``images``
+    ``(S, N, n, p)`` and ``labels`` ``(S, N)`` over its batches ``orders[r]``
+    ``(steps, B)``. Returns the stacked models and states and the ``(R,)`` mean
+    training losses. Each run's numbers are those of :func:`train_epoch` to float
+    rounding (``tests/test_train.py`` states how close).
+    """
+    run = eqx.filter_vmap(_epoch, in_axes=(eqx.if_array(0), eqx.if_array(0), None, None, None,
+                                           0, 0))
+    return run(models, opt_states, optim, images, labels, datasets, orders)
+
+
+def stack_runs(trees):
+    """Pytrees of one structure (models, optimizer states) stacked into one, each array
+    leaf gaining a leading axis of runs; for :func:`train_epochs`."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
 
 
 class ClassifierEvaluation(NamedTuple):
@@ -187,31 +220,60 @@ class ClassifierEvaluation(NamedTuple):
     outcomes: tuple[float, float, float]
 
 
-@eqx.filter_jit
-def _evaluate_chunk(model, images, labels, tol):
+EVALUATION_CHUNK = 1000
+"""Images evaluated per call of the compiled evaluation (memory: a chunk's tokens after
+the last layer, ``chunk x n x d`` per model)."""
+
+
+def _evaluation_sums(model, images, labels, tol):
+    """Hits, summed loss, summed token cosine and outcome counts of one chunk of images."""
     tokens = jax.vmap(model.tokens)(images)
     logits = jax.vmap(model.head)(jnp.mean(tokens, axis=1))
     n = tokens.shape[1]
     gram = jnp.einsum("bid,bjd->bij", tokens, tokens)
     cosine = (jnp.sum(gram, axis=(1, 2)) - n) / (n * (n - 1))
     codes = classify(tokens, tol)
-    return (jnp.sum(jnp.argmax(logits, -1) == labels),
-            jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits, labels)),
-            jnp.sum(cosine), jnp.stack([jnp.sum(codes == c) for c in range(3)]))
+    return jnp.stack([jnp.sum(jnp.argmax(logits, -1) == labels),
+                      jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits, labels)),
+                      jnp.sum(cosine), *(jnp.sum(codes == c) for c in range(3))])
+
+
+_evaluate_chunk = eqx.filter_jit(_evaluation_sums)
+
+
+@eqx.filter_jit
+def _evaluate_chunks(models, images, labels, datasets, tol):
+    return eqx.filter_vmap(lambda model, k: _evaluation_sums(model, images[k], labels[k], tol))(
+        models, datasets)
+
+
+def _evaluations(sums_of, count: int, chunk: int) -> list[ClassifierEvaluation]:
+    """Totals of ``sums_of(slice)`` (``(..., 6)`` sums of a chunk) over the chunks of
+    ``count`` images, as one :class:`ClassifierEvaluation` per leading index."""
+    total = sum(np.asarray(sums_of(slice(start, start + chunk)), dtype=float)
+                for start in range(0, count, chunk)) / count
+    return [ClassifierEvaluation(t[0], t[1], t[2], tuple(float(f) for f in t[3:]))
+            for t in np.atleast_2d(total)]
 
 
 def evaluate_classifier(model: TransformerClassifier, images, labels, *, tol: float,
-                        chunk: int = 1000) -> ClassifierEvaluation:
+                        chunk: int = EVALUATION_CHUNK) -> ClassifierEvaluation:
     """:class:`ClassifierEvaluation` of ``model`` on ``images`` ``(N, n, p)``, by chunks."""
-    total = np.zeros(6)
-    for start in range(0, len(labels), chunk):
-        hits, loss, cos, codes = _evaluate_chunk(
-            model, images[start:start + chunk], labels[start:start + chunk], tol)
-        total += np.array([hits, loss, cos, *codes], dtype=float)
-    count = len(labels)
-    return ClassifierEvaluation(total[0] / count, total[1] / count, total[2] / count,
-                      tuple(float(f) for f in total[3:] / count))
+    (out,) = _evaluations(lambda s: _evaluate_chunk(model, images[s], labels[s], tol),
+                          len(labels), chunk)
+    return out
+
+
+def evaluate_classifiers(models, images, labels, datasets, *, tol: float,
+                         chunk: int = EVALUATION_CHUNK) -> list[ClassifierEvaluation]:
+    """:func:`evaluate_classifier` of ``R`` stacked models at once (one compiled program),
+    model ``r`` on set ``datasets[r]`` of ``images`` ``(S, N, n, p)`` and ``labels``
+    ``(S, N)``; one :class:`ClassifierEvaluation` per model."""
+    return _evaluations(
+        lambda s: _evaluate_chunks(models, images[:, s], labels[:, s], datasets, tol),
+        labels.shape[1], chunk)
 
 
 __all__ = ["INITS", "ClassifierEvaluation", "TransformerClassifier", "classifier_loss",
-           "classifier_optimizer", "evaluate_classifier", "init_values", "train_epoch"]
+           "classifier_optimizer", "evaluate_classifier", "evaluate_classifiers", "init_values",
+           "stack_runs", "train_epoch", "train_epochs"]

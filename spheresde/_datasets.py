@@ -32,6 +32,13 @@ FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 DATASETS = ("digits", "fashion-mnist", "cifar10")
+SIDE = {"digits": 8, "fashion-mnist": 28, "cifar10": 32}
+"""The side in pixels of each data set's square images."""
+PATCH = {"digits": 2, "fashion-mnist": 7, "cifar10": 4}
+"""The patch side of each data set when none is asked for: 16 tokens of the 8 x 8 digits
+and of the 28 x 28 Fashion-MNIST images (a layer costs ~ n^2 d + n d^2 an image: 2 x 2
+patches of Fashion-MNIST, 196 tokens, would be ~60 times slower), 64 of the 32 x 32
+CIFAR-10 images."""
 
 
 class DatasetError(ValueError):
@@ -265,5 +272,5 @@ def patchify(images: np.ndarray, patch: int) -> np.ndarray:
 
 
 __all__ = ["CIFAR10_FILES", "CIFAR10_URL", "DATASETS", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES",
-           "DatasetError", "ImageData", "load_cifar10", "load_dataset", "load_digits",
-           "load_fashion_mnist", "patchify", "read_idx"]
+           "PATCH", "SIDE", "DatasetError", "ImageData", "load_cifar10", "load_dataset",
+           "load_digits", "load_fashion_mnist", "patchify", "read_idx"]

@@ -151,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="run the chunks on an existing Dask cluster, e.g. "
                                 "tcp://10.0.0.5:8786")
         p.add_argument("--dry-run", action="store_true",
-                       help="print the plan (points, chunks, trajectory-steps) and a "
-                            "wall-time estimate from a short calibration; write nothing")
+                       help="print the plan (what is left to compute and its work: "
+                            "trajectory-steps, or images x layers x tokens^2 for train) and "
+                            "a wall-time estimate from a short calibration; write nothing")
     return parser
 
 

@@ -253,6 +253,7 @@ def test_reproduce_writes_every_figure_and_the_report(tmp_path):
     assert "Paired differences of final accuracy" in report
     assert "| random - constant | 4 |" in report  # smoke: 2 seeds, L = 4
     assert "At `smoke` scale Figure 2 trains on the digits" in report
+    assert "2 x 2 patches as tokens (16 tokens an image)" in report  # the digits' own
     assert "wrote" in proc.stdout
 
 

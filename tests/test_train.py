@@ -4,6 +4,8 @@ import dataclasses
 import json
 import pickle
 import re
+import shutil
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -29,6 +31,8 @@ from spheresde._datasets import (
 )
 from spheresde.experiments import RunOptions, Sweep, run_sweep
 from spheresde.experiments._train import TrainRow, TrainSpec, convergence, paired_differences
+
+DATA = Path(__file__).parent / "data"
 
 
 def model(key, weights, *, layers=3, d=6, patches=5, patch_size=4, sigma=1.0):
@@ -174,6 +178,39 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
     assert rows == [Epoch(r, e, r + e / 10) for r in range(4) for e in range(3)]
 
 
+def test_points_of_a_batch_are_computed_in_one_call_and_stored_one_by_one(tmp_path):
+    """The driver of point specs: the pending points of one ``together`` value are one
+    ``compute`` call; a batch interrupted is computed again whole, a finished one kept,
+    and a point stored before is left out of its batch."""
+    from spheresde.experiments._sweep import _in_batches
+
+    calls = []
+
+    class Spec:  # the two methods of AbstractPointSpec that the driver calls
+        def together(self, point):
+            return point["run"] // 3
+
+        def compute(self, points, *, quiet):
+            calls.append([p["run"] for p in points])
+            if len(calls) == 3:  # Ctrl-C in the second batch of the full grid
+                raise KeyboardInterrupt
+            return [[Epoch(p["run"], e, p["run"] + e / 10) for e in range(2)] for p in points]
+
+    points = [{"run": r} for r in range(6)]
+
+    def run(points):
+        sweep = Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",))
+        return sweep.run(points, _in_batches(Spec(), sweep, points, True), quiet=True)
+
+    run(points[4:5])  # run 4 stored before
+    with pytest.raises(KeyboardInterrupt):
+        run(points)
+    assert (tmp_path / "toy.csv").read_text().count("\n") == 1 + 2 * 4  # runs 0-2 and 4
+    rows = run(points)
+    assert calls == [[4], [0, 1, 2], [3, 5], [3, 5]]
+    assert rows == [Epoch(r, e, r + e / 10) for r in range(6) for e in range(2)]
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--dataset", "mnist"], "'mnist' is not one of digits, fashion-mnist, cifar10"),
     (["--dataset", "fashion-mnist", "--data-dir", "/nonexistent/fm"],
@@ -205,31 +242,89 @@ TINY = {"seeds": 2, "epochs": 2, "layers": (2,), "dim": 4, "patch": 4, "batch": 
 
 @pytest.mark.slow
 def test_interrupted_training_resumes_to_the_uninterrupted_csv(tmp_path, monkeypatch):
+    """The runs of a depth are one batch: a batch interrupted is computed again, whole;
+    the depths finished before are kept."""
     from spheresde.experiments import _train
 
-    spec = TrainSpec(**TINY)
+    spec = TrainSpec(**{**TINY, "layers": (2, 3)})
     whole = run_sweep(spec, tmp_path / "whole", RunOptions(quiet=True))
-    assert len(whole.rows) == 2 * 2 * 3  # weights x seeds x (init + 2 epochs)
+    assert len(whole.rows) == 2 * 2 * 2 * 3  # depths x weights x seeds x (init + 2 epochs)
 
-    real, calls = _train.train_run, []
+    real, calls = _train.train_runs, []
 
-    def interrupted(spec, point, *, quiet):
-        calls.append(point)
-        if len(calls) == 3:
+    def interrupted(spec, points, *, quiet):
+        calls.append([(p["weights"], p["seed"], p["layers"]) for p in points])
+        if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(spec, point, quiet=quiet)
+        return real(spec, points, quiet=quiet)
 
-    monkeypatch.setattr(_train, "train_run", interrupted)
+    monkeypatch.setattr(_train, "train_runs", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(spec, tmp_path / "cut", RunOptions(quiet=True))
-    monkeypatch.setattr(_train, "train_run", real)
     run_sweep(spec, tmp_path / "cut", RunOptions(quiet=True))
+    depth_3 = [(w, s, 3) for s in (0, 1) for w in ("constant", "random")]
+    # one call per depth, with every run of it; the resumed run redoes only L = 3
+    assert calls == [[(w, s, 2) for w, s, _ in depth_3], depth_3, depth_3]
     assert (tmp_path / "cut" / "train.csv").read_text() == \
         (tmp_path / "whole" / "train.csv").read_text()
     meta = json.loads((tmp_path / "cut" / "train.json").read_text())
-    assert [r["points_computed"] for r in meta["runs"]] == [2, 2]
+    assert [r["points_computed"] for r in meta["runs"]] == [4, 4]
     assert meta["seeds"] == [0, 1]
     assert "optax" in meta["versions"]
+
+
+def assert_same_runs(batched: list[TrainRow], alone: list[TrainRow]) -> None:
+    """Rows of the same runs: the same points and epochs, and numbers equal to float32
+    rounding. The runs are float32; over the 2 epochs of TINY the two orders of rounding
+    (one batched program, programs of one run) were measured to differ by at most
+    4e-7 in a loss or a cosine, so 1e-5 is 25 times that and still 1000 times below
+    what a run trained on another seed's data or key differs by (~1e-2). A fraction of
+    the 360 validation images may move by one image, if a logit sits at a tie."""
+    assert [(r.weights, r.seed, r.layers, r.epoch) for r in batched] == \
+        [(r.weights, r.seed, r.layers, r.epoch) for r in alone]
+    for a, b in zip(batched, alone, strict=True):
+        for column in ("train_loss", "val_loss", "token_cosine"):
+            assert abs(getattr(a, column) - getattr(b, column)) < 1e-5, (column, a, b)
+        for column in ("val_accuracy", "p_single", "p_antipodal", "p_undecided"):
+            assert abs(getattr(a, column) - getattr(b, column)) <= 1 / 360 + 1e-12, (column, a, b)
+
+
+@pytest.mark.slow
+def test_runs_trained_together_are_the_runs_trained_alone():
+    """Two seeds (two data splits of the digits) x two initializations as one vmapped
+    program, against each run as a batch of one."""
+    from spheresde.experiments._train import train_runs
+
+    spec = TrainSpec(**TINY)
+    points = spec.points()
+    together = train_runs(spec, points, quiet=True)
+    for point, rows in zip(points, together, strict=True):
+        assert_same_runs(rows, train_runs(spec, [point], quiet=True)[0])
+    # the runs differ from one another: a mix-up of data or keys would not go unseen
+    finals = {r[-1].val_loss for r in together}
+    assert len(finals) == 4
+    assert max(finals) - min(finals) > 1e-3
+
+
+@pytest.mark.slow
+def test_a_train_sweep_stored_one_run_at_a_time_resumes_and_matches(tmp_path):
+    """tests/data/train_v1: TINY written by spheresde before the runs of a depth trained
+    together (one compiled program per run). It resumes without a run computed, grows by
+    a depth keeping its rows byte for byte, and the batched program recomputes its
+    numbers to float rounding."""
+    shutil.copytree(DATA / "train_v1", tmp_path / "stored")
+    stored = (tmp_path / "stored" / "train.csv").read_text()
+    old = run_sweep(TrainSpec(**TINY), tmp_path / "stored", RunOptions(quiet=True))
+    meta = json.loads((tmp_path / "stored" / "train.json").read_text())
+    assert meta["runs"][-1]["points_computed"] == 0
+    assert (tmp_path / "stored" / "train.csv").read_text() == stored
+    grown = run_sweep(TrainSpec(**{**TINY, "layers": (2, 3)}), tmp_path / "stored",
+                      RunOptions(quiet=True))
+    meta = json.loads((tmp_path / "stored" / "train.json").read_text())
+    assert meta["runs"][-1]["points_computed"] == 4
+    assert [r for r in grown.rows if r.layers == 2] == old.rows
+    fresh = run_sweep(TrainSpec(**TINY), tmp_path / "fresh", RunOptions(quiet=True))
+    assert_same_runs(fresh.rows, old.rows)
 
 
 def test_train_spec_round_trips_its_command_line():
@@ -419,29 +514,29 @@ def test_convergence_compares_the_last_epochs_with_the_seed_spread():
 
 @pytest.mark.slow
 def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(caplog):
-    """After one run (random weights, seed 0), runs of another seed with the constant and
-    identity initializations compile neither the training epoch nor the evaluation: all
-    initializations share one pytree structure (the constant network is tied by an array,
-    not by a shape)."""
+    """After one batch of runs (random and constant weights, seed 0), a batch of as many
+    runs of other seeds and initializations compiles neither the training epoch nor the
+    evaluation: all initializations share one pytree structure (the constant network
+    is tied by an array, not by a shape)."""
     import logging
 
     from spheresde.experiments import _train
 
     spec = TrainSpec(**{**TINY, "weights": ("random", "constant", "identity"), "epochs": 1,
                         "layers": (3,)})
-    first, *others = [p for p in spec.points() if p["seed"] == 0][:1] + \
-        [p for p in spec.points() if p["seed"] == 1 and p["weights"] != "random"]
-    _train.train_run(spec, first, quiet=True)
+    first = [p for p in spec.points() if p["seed"] == 0][:2]
+    others = [p for p in spec.points() if p["seed"] == 1 and p["weights"] != "random"]
+    _train.train_runs(spec, first, quiet=True)
     jax.config.update("jax_log_compiles", True)
     try:
         with caplog.at_level(logging.WARNING):
-            for point in others:
-                _train.train_run(spec, point, quiet=True)
+            _train.train_runs(spec, others, quiet=True)
     finally:
         jax.config.update("jax_log_compiles", False)
     compiled = [r.getMessage() for r in caplog.records if "XLA compilation of" in r.getMessage()]
+    assert [p["weights"] for p in first] == ["random", "constant"]
     assert [p["weights"] for p in others] == ["constant", "identity"]
-    assert not [m for m in compiled if "train_epoch" in m or "_evaluate_chunk" in m], compiled
+    assert not [m for m in compiled if "train_epochs" in m or "_evaluate_chunks" in m], compiled
 
 
 def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
@@ -463,10 +558,69 @@ def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypa
         training_data(ReproduceSpec(**paper, data_dir=str(tmp_path / "empty")))
     monkeypatch.setattr(_datasets, "FASHION_MNIST_DIR", str(tmp_path / "fm"))
     fields, why = training_data(ReproduceSpec(**paper))
-    assert fields == {"dataset": "fashion-mnist", "patch": 7, "epochs": 15}
+    assert fields == {"dataset": "fashion-mnist", "epochs": 15}
+    assert TrainSpec(**fields).patch == 7  # the data set's own: 16 tokens
     assert "Debian's dataset-fashion-mnist" in why
     monkeypatch.setattr(_datasets, "FASHION_MNIST_DIR", str(tmp_path / "empty"))
     fields, why = training_data(ReproduceSpec(**paper))
     assert fields == {}
     assert "apt-get install dataset-fashion-mnist" in why
     assert training_data(ReproduceSpec())[0] == {}  # quick: the digits
+
+
+# ---------------------------------------------------------------------------- patches, --dry-run
+
+
+def test_each_data_set_has_its_own_patch_default():
+    from spheresde.cli import build_parser
+
+    def spec_of(*argv):
+        args = build_parser().parse_args(["train", *argv])
+        return TrainSpec(**{f.name: getattr(args, f.name) for f in TrainSpec.spec_fields()})
+
+    assert spec_of().patch == 2  # 8 x 8 digits: 16 tokens
+    assert spec_of("--dataset", "fashion-mnist").patch == 7  # 28 x 28: 16 tokens, not 196
+    assert spec_of("--dataset", "cifar10", "--data-dir", "/d").patch == 4  # 32 x 32: 64
+    assert spec_of("--dataset", "fashion-mnist", "--patch", "2").patch == 2  # asked for
+    # resolved before the resume identity, the CSV columns and the command line: a digits
+    # sweep stored with the former default (2) is the same sweep
+    assert TrainSpec().params()["patch"] == TrainSpec().echo()["patch"] == 2
+    argv = TrainSpec(dataset="fashion-mnist").argv()
+    assert argv[argv.index("--patch") + 1] == "7"
+
+
+def dry_run(tmp_path, capsys, out, *argv) -> str:
+    from spheresde.cli import main
+
+    tiny = TrainSpec(**TINY).argv()[1:]
+    assert main(["train", *tiny, *argv, "--out", str(out), "--dry-run"]) == 0
+    return capsys.readouterr().out
+
+
+def test_dry_run_of_a_stored_sweep_has_nothing_to_compute(tmp_path, capsys):
+    shutil.copytree(DATA / "train_v1", tmp_path / "stored")
+    out = dry_run(tmp_path, capsys, tmp_path / "stored")
+    assert "nothing to compute: the 4 runs are stored" in out
+    assert "estimated" not in out
+
+
+@pytest.mark.slow
+def test_dry_run_counts_the_work_left_and_calibrates(tmp_path, capsys):
+    shutil.copytree(DATA / "train_v1", tmp_path / "stored")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "stored").iterdir())
+    out = dry_run(tmp_path, capsys, tmp_path / "stored", "--layers", "2,3")
+    assert "runs: 4 to compute of 8 (4 stored), 4 at L = 3" in out
+    # TINY on the digits: 1437 training images, 5 steps of 256 an epoch, 2 epochs; 360
+    # validation images evaluated 3 times and the training images once; 4 x 4 patches of
+    # 8 x 8 images: n = 4 tokens of 16 pixels, d = 4: n^2 d + n d^2 = 128
+    assert "tokens: 4 of 16 pixels (digits, 4 x 4 patches), d = 4" in out
+    assert "= 128 multiply-adds an image" in out
+    assert "work: 12 run-layers x 2,560 images trained (2 epochs of 5 steps of 256)" in out
+    assert "x 2,517 images evaluated" in out
+    assert f"{12 * (2560 + 2517) * 16:.3e} pair-layers" in out  # x n^2 = 16
+    assert "L = 3, 4 runs: compile" in out
+    estimate = re.search(r"estimated wall time: ([\d.]+) (s|min)", out)
+    assert estimate, out
+    assert float(estimate.group(1)) > 0
+    after = sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "stored").iterdir())
+    assert after == before  # a dry run writes nothing

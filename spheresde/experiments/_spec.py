@@ -420,7 +420,15 @@ class AbstractChunkedSpec(AbstractSweepSpec):
 
 class AbstractPointSpec(AbstractSweepSpec):
     """A sweep whose points are computed whole in this process (no chunks, no Dask), each
-    giving one row or several."""
+    giving one row or several. Points with the same :meth:`together` are computed together,
+    by one call of :meth:`compute` (one compiled program, say), and stored one by one as
+    soon as that call returns: an interrupted batch is computed again, a finished one
+    is kept."""
+
+    def together(self, point: dict[str, Any]) -> Any:
+        """The points that share this value (hashable) are computed together; by default
+        each point alone."""
+        return tuple(sorted(point.items()))
 
     @abc.abstractmethod
     def prepare(self) -> dict[str, Any]:
@@ -428,12 +436,13 @@ class AbstractPointSpec(AbstractSweepSpec):
         :class:`BadParameters`); return the metadata stored beside the parameters."""
 
     @abc.abstractmethod
-    def compute(self, point: dict[str, Any], *, quiet: bool) -> list[Any]:
-        """The rows of ``point``."""
+    def compute(self, points: list[dict[str, Any]], *, quiet: bool) -> list[list[Any]]:
+        """The rows of each of ``points`` (points of one :meth:`together`), in their order."""
 
     @abc.abstractmethod
-    def plan(self, name: str) -> list[str]:
-        """The lines ``--dry-run`` prints for the run ``name``."""
+    def plan(self, name: str, pending: list[dict[str, Any]]) -> list[str]:
+        """The lines ``--dry-run`` prints for the run ``name`` whose ``pending`` points
+        are not stored yet."""
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any, Generic
 from ._executors import executor_for
 from ._plan import plan_lines
 from ._spec import AbstractChunkedSpec, AbstractPointSpec, AbstractSweepSpec, BadParameters
-from ._store import R, Sweep, chunk_sizes
+from ._store import ParameterMismatch, R, Sweep, chunk_sizes
 
 
 class AbstractResult(abc.ABC):
@@ -114,7 +114,7 @@ def run_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
                 prune=options.prune)
     elif isinstance(spec, AbstractPointSpec):
         sweep = _store(spec, out, name, options, meta=spec.prepare())
-        rows = sweep.run(points, functools.partial(spec.compute, quiet=options.quiet),
+        rows = sweep.run(points, _in_batches(spec, sweep, points, options.quiet),
                          quiet=options.quiet, desc=spec.progress(name), prune=options.prune)
     else:
         raise TypeError(f"{type(spec).__name__} is neither a chunked nor a point sweep")
@@ -129,8 +129,46 @@ def plan_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
     options = RunOptions() if options is None else options
     name = spec.command if name is None else name
     if isinstance(spec, AbstractPointSpec):
-        return spec.plan(name)
+        return _point_plan(spec, Path(out), name, options)
     return plan_lines(spec, Path(out), name, options)
+
+
+def _in_batches(spec: AbstractPointSpec, sweep: Sweep, points: list[dict], quiet: bool):
+    """``compute(point)`` for :meth:`Sweep.run`: the first pending point of a batch
+    (``spec.together``) computes every pending point of that batch in one call of
+    ``spec.compute``; the store then takes their rows one point at a time, saving each."""
+    computed: dict[tuple, list] = {}
+
+    def compute(point: dict) -> list:
+        key = tuple(sorted(point.items()))
+        if key not in computed:
+            batch = [p for p in points
+                     if spec.together(p) == spec.together(point) and not sweep.is_done(p)]
+            rows = spec.compute(batch, quiet=quiet)
+            computed.update(zip((tuple(sorted(p.items())) for p in batch), rows, strict=True))
+        return computed.pop(key)
+
+    return compute
+
+
+def _point_plan(spec: AbstractPointSpec, out: Path, name: str, options: RunOptions) -> list[str]:
+    """``spec.plan`` of the points not stored in ``out`` (all of them with ``overwrite``),
+    or the refusal a run would meet."""
+    points = spec.points()
+    stored = [out / f"{name}.{ext}" for ext in ("json", "csv")]
+    if options.overwrite or not any(path.exists() for path in stored):  # opening would mkdir
+        return spec.plan(name, points)
+    try:
+        with _store(spec, out, name, options, lock=False) as sweep:
+            outside = sweep.outside(points)
+            pending = [p for p in points if not sweep.is_done(p)]
+    except ParameterMismatch as err:
+        return [f"{name}: {spec.command_line()}", f"  would refuse: {err}"]
+    if outside and not options.prune:
+        return [f"{name}: {spec.command_line()}",
+                f"  would refuse: {sweep.csv_path} holds {len(outside)} finished point(s) "
+                "outside the requested grid; pass `prune=True` to drop them"]
+    return spec.plan(name, pending)
 
 
 def _chunk_task(spec, sizes, point, k):

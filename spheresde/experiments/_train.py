@@ -1,14 +1,16 @@
 """Figure 2: train the deep stochastic Transformer, value matrices initialized three ways.
 
-One grid point is one training run, ``(weights, seed)``; it gives one row per epoch
-(epoch 0 is the network at initialization), saved when the run finishes, so an
-interrupted ``spheresde train`` resumes without redoing finished runs. Within a seed the
-three initializations share the data split, the embedding, the head and the order of
-the batches: only the value matrices differ.
+One grid point is one training run, ``(weights, seed, layers)``; it gives one row per
+epoch (epoch 0 is the network at initialization). The runs of one depth are trained
+together, as one compiled program vmapped over the runs (:func:`train_runs`), and saved
+when they finish, so an interrupted ``spheresde train`` resumes without redoing the
+depths already trained. Within a seed the three initializations share the data split,
+the embedding, the head and the order of the batches: only the value matrices differ.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +19,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._classifier import EVALUATION_CHUNK
+from .._datasets import PATCH, SIDE
 from .._outcomes import DEFAULT_TOL
 from ._report import table
 from ._spec import (
@@ -114,8 +118,10 @@ class TrainSpec(AbstractPointSpec):
         "trains every initialization and seed at each depth and draws NAME_depth.png",
         check=greater_than(0), metavar="L,...")
     dim: int = param(32, "token dimension d", check=at_least(2))
-    patch: int = param(2, "patch side in pixels: an H x W image gives (H/patch)(W/patch) "
-                       "tokens", check=greater_than(0))
+    patch: int = param(0, "patch side in pixels: an H x W image gives (H/patch)(W/patch) "
+                       "tokens; 0: the data set's own, 2 for the 8 x 8 digits and 7 for the "
+                       "28 x 28 Fashion-MNIST images (16 tokens each), 4 for the 32 x 32 "
+                       "CIFAR-10 images (64 tokens)", check=at_least(0))
     beta: float = param(1.0, "inverse temperature of the attention at initialization "
                         "(Q = K = Id, both trainable)", check=at_least(0.0))
     sigma: float = param(1.0, "random weights: entries N(0, sigma^2/d)", check=greater_than(0.0))
@@ -125,6 +131,11 @@ class TrainSpec(AbstractPointSpec):
     batch: int = param(64, "images per optimization step", check=greater_than(0))
     tol: float = param(DEFAULT_TOL, **TOL)
     seed: int = param(0, **SEED)
+
+    def __post_init__(self):
+        if self.patch == 0:  # before the checks: 0 is no patch side, only "the default"
+            object.__setattr__(self, "patch", PATCH.get(self.dataset, 0))
+        super().__post_init__()
 
     def points(self) -> list[dict[str, Any]]:
         """One training run per depth, seed and initialization:
@@ -140,7 +151,7 @@ class TrainSpec(AbstractPointSpec):
     def prepare(self) -> dict[str, Any]:
         """Read the data set (a missing or malformed one fails before any run); the
         versions of the libraries that train and the seeds, for the metadata."""
-        load_data(self, self.seed)
+        load_data(self, data_seed(self, self.seed))
         import equinox
         import jax
         import optax
@@ -150,19 +161,19 @@ class TrainSpec(AbstractPointSpec):
                              "optax": optax.__version__, "scikit-learn": sklearn.__version__},
                 "seeds": [self.seed + k for k in range(self.seeds)]}
 
-    def compute(self, point: dict[str, Any], *, quiet: bool) -> list[TrainRow]:
-        """The rows of one training run, one per epoch (:func:`train_run`)."""
-        return train_run(self, point, quiet=quiet)
+    def together(self, point: dict[str, Any]) -> int:
+        """The runs of one depth are trained together."""
+        return point["layers"]
 
-    def plan(self, name: str) -> list[str]:
-        """The runs and what they cost, from measured times (nothing is calibrated)."""
-        runs = len(self.points())
-        depth = sum(self.layers) / 16 * len(self.weights) * self.seeds
-        return [f"{name}: {self.command_line()}",
-                f"  {runs} training runs x {self.epochs} epochs ({self.dataset}), in this "
-                f"process, worth {depth:.0f} runs at L = 16; the quick size (15 runs of 30 "
-                "epochs of the digits at L = 16) takes about 2 minutes on 2 CPU cores, a run of "
-                "15 Fashion-MNIST epochs at L = 16 about 4 CPU-minutes"]
+    def compute(self, points: list[dict[str, Any]], *, quiet: bool) -> list[list[TrainRow]]:
+        """The rows of the training runs of one depth, one per epoch and run, trained
+        together (:func:`train_runs`)."""
+        return train_runs(self, points, quiet=quiet)
+
+    def plan(self, name: str, pending: list[dict[str, Any]]) -> list[str]:
+        """The runs left, their work and a wall-time estimate from a calibration of the
+        real compiled programs in this process (:func:`train_plan`)."""
+        return train_plan(self, name, pending)
 
     def plot(self, rows: list[TrainRow], path: Path) -> Path:
         """:func:`plot_train`."""
@@ -184,61 +195,232 @@ def _data(dataset: str, seed: int, data_dir: str, patch: int, subset: int):
             patchify(data.val_images, patch), data.val_labels, data.classes)
 
 
+def data_seed(spec: TrainSpec, seed: int) -> int:
+    """The seed that chooses the data of the run with ``seed``: its own for the digits
+    (split by the run's seed); the spec's for Fashion-MNIST and CIFAR-10, which have one
+    official split (a Fashion-MNIST subset is chosen by the spec's seed, the same for
+    every run)."""
+    return seed if spec.dataset == "digits" else spec.seed
+
+
 def load_data(spec: TrainSpec, seed: int):
-    """The data of the run with ``seed``; a bad data set raises :class:`BadParameters`."""
+    """The data chosen by ``seed`` (:func:`data_seed`): patch tokens of the training and
+    validation images, their labels and the number of classes; a bad data set raises
+    :class:`BadParameters`."""
     from .._datasets import DatasetError
 
-    # The digits are split by the run's seed; Fashion-MNIST and CIFAR-10 have one official
-    # split (a Fashion-MNIST subset is chosen by the spec's seed, the same for every run).
     try:
-        return _data(spec.dataset, seed if spec.dataset == "digits" else spec.seed,
-                     spec.data_dir, spec.patch, spec.subset)
+        return _data(spec.dataset, seed, spec.data_dir, spec.patch, spec.subset)
     except DatasetError as err:
         raise BadParameters(str(err)) from None
 
 
-def train_run(spec: TrainSpec, point: dict, *, quiet: bool) -> list[TrainRow]:
-    """One training run, ``point = {"weights", "seed", "layers"}``: a row per epoch, epoch 0
-    at initialization."""
+@dataclass(frozen=True)
+class _Runs:
+    """Training runs of one depth at initialization, stacked for one compiled program."""
+
+    points: list[dict]
+    layers: int
+    models: Any  # stacked TransformerClassifier
+    opt_states: Any
+    optim: Any
+    x_train: Any  # (S, N, n, p): the S data sets of the runs
+    y_train: Any
+    x_val: Any
+    y_val: Any
+    datasets: Any  # (R,): each run's data set
+    key_order: Any  # (R,) keys of the batch orders
+    batch: int
+    steps: int  # per epoch
+
+    def orders(self, epoch: int, steps: int | None = None):
+        """The batches ``(R, steps, B)`` of epoch ``epoch``: a permutation of the
+        training set drawn from the run's key and the epoch (the first ``steps`` only)."""
+        import jax
+
+        steps = self.steps if steps is None else steps
+        count = self.y_train.shape[1]
+        orders = jax.vmap(lambda k: jax.random.permutation(jax.random.fold_in(k, epoch),
+                                                           count))(self.key_order)
+        return orders[:, :steps * self.batch].reshape(len(self.points), steps, self.batch)
+
+    def epoch(self, orders) -> tuple[_Runs, Any]:
+        """The runs after training on ``orders``, and their mean training losses."""
+        from .._classifier import train_epochs
+
+        models, opt_states, losses = train_epochs(self.models, self.opt_states, self.optim,
+                                                  self.x_train, self.y_train, self.datasets,
+                                                  orders)
+        return dataclasses.replace(self, models=models, opt_states=opt_states), losses
+
+    def evaluate(self, images, labels, tol: float):
+        """:func:`spheresde.evaluate_classifiers` of the runs on their sets of ``images``."""
+        from .._classifier import evaluate_classifiers
+
+        return evaluate_classifiers(self.models, images, labels, self.datasets, tol=tol)
+
+
+def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
+    """The runs of ``points`` (one depth) at initialization, with their data."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
+
+    from .._classifier import TransformerClassifier, classifier_optimizer, stack_runs
+
+    (layers,) = {p["layers"] for p in points}
+    data_seeds = [data_seed(spec, p["seed"]) for p in points]
+    distinct = sorted(set(data_seeds))
+    sets = [load_data(spec, s) for s in distinct]
+    x_train, y_train, x_val, y_val = (jnp.stack([d[k] for d in sets]) for k in range(4))
+    count = y_train.shape[1]
+    batch = min(spec.batch, count)
+    steps = count // batch
+    # one key per seed, not per point: the initializations of a seed differ only in V
+    keys = [jax.random.split(jax.random.key(p["seed"])) for p in points]
+    models = stack_runs([TransformerClassifier.create(
+        key_model, patches=x_train.shape[2], patch_size=x_train.shape[3], classes=sets[0][4],
+        d=spec.dim, layers=layers, weights=p["weights"], sigma=spec.sigma, beta=spec.beta)
+        for p, (key_model, _) in zip(points, keys, strict=True)])
+    optim = classifier_optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
+    opt_states = eqx.filter_vmap(lambda m: optim.init(eqx.filter(m, eqx.is_inexact_array)))(
+        models)
+    return _Runs(points, layers, models, opt_states, optim, x_train, y_train, x_val, y_val,
+                 jnp.array([distinct.index(s) for s in data_seeds]),
+                 jnp.stack([k for _, k in keys]), batch, steps)
+
+
+def train_runs(spec: TrainSpec, points: list[dict], *, quiet: bool) -> list[list[TrainRow]]:
+    """Training runs of one depth, ``points = [{"weights", "seed", "layers"}, ...]``,
+    trained together as one compiled program (:func:`spheresde.train_epochs`): for each
+    point a row per epoch, epoch 0 at initialization.
+
+    A run's numbers depend on its own point only, not on the others of the batch, to
+    float rounding: its key is its seed's, its data its seed's split (the digits) or the
+    one split of the data set.
+    """
     from tqdm.auto import tqdm
 
-    from .._classifier import (
-        TransformerClassifier,
-        classifier_optimizer,
-        evaluate_classifier,
-        train_epoch,
-    )
+    runs = _runs(spec, points)
 
-    weights, seed, layers = point["weights"], point["seed"], point["layers"]
-    x_train, y_train, x_val, y_val, classes = load_data(spec, seed)
-    x_train, y_train = jnp.asarray(x_train), jnp.asarray(y_train)
-    x_val, y_val = jnp.asarray(x_val), jnp.asarray(y_val)
-    batch = min(spec.batch, len(y_train))
-    steps = len(y_train) // batch
-    # one key per seed, not per point: the initializations of a seed differ only in V
-    key_model, key_order = jax.random.split(jax.random.key(seed))
-    model = TransformerClassifier.create(
-        key_model, patches=x_train.shape[1], patch_size=x_train.shape[2], classes=classes,
-        d=spec.dim, layers=layers, weights=weights, sigma=spec.sigma, beta=spec.beta)
-    optim = classifier_optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
-    opt_state = optim.init(eqx.filter(model, eqx.is_inexact_array))
+    def epoch_rows(epoch: int, train_loss) -> list[TrainRow]:
+        return [TrainRow(p["weights"], p["seed"], runs.layers, epoch, float(loss),
+                         float(ev.loss), float(ev.accuracy), float(ev.token_cosine),
+                         *map(float, ev.outcomes))
+                for p, loss, ev in zip(points, train_loss,
+                                       runs.evaluate(runs.x_val, runs.y_val, spec.tol),
+                                       strict=True)]
 
-    def row(epoch: int, train_loss: float) -> TrainRow:
-        ev = evaluate_classifier(model, x_val, y_val, tol=spec.tol)
-        return TrainRow(weights, seed, layers, epoch, float(train_loss), float(ev.loss),
-                        float(ev.accuracy), float(ev.token_cosine), *map(float, ev.outcomes))
-
-    rows = [row(0, evaluate_classifier(model, x_train, y_train, tol=spec.tol).loss)]
-    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"{weights} seed {seed} L={layers}",
+    rows = [epoch_rows(0, [ev.loss for ev in runs.evaluate(runs.x_train, runs.y_train,
+                                                           spec.tol)])]
+    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"L={runs.layers}: {len(points)} runs",
                       unit="epoch", leave=False, disable=quiet, dynamic_ncols=True):
-        order = jax.random.permutation(jax.random.fold_in(key_order, epoch), len(y_train))
-        model, opt_state, loss = train_epoch(model, opt_state, optim, x_train, y_train,
-                                             order[:steps * batch].reshape(steps, batch))
-        rows.append(row(epoch, loss))
-    return rows
+        runs, losses = runs.epoch(runs.orders(epoch))
+        rows.append(epoch_rows(epoch, np.asarray(losses)))
+    return [list(run) for run in zip(*rows, strict=True)]
+
+
+CALIBRATION_STEPS = 3
+"""Optimization steps of the calibration's timed epoch (``--dry-run``)."""
+
+
+def _calibrate(spec: TrainSpec, points: list[dict]) -> dict[str, float]:
+    """Seconds, measured now, of the runs of ``points`` (one depth) trained together:
+    compiling and running :data:`CALIBRATION_STEPS` steps of the epoch program, per
+    step, and compiling and running one evaluation chunk, per image."""
+    import time
+
+    import jax
+
+    runs = _runs(spec, points)
+    orders = runs.orders(1, min(CALIBRATION_STEPS, runs.steps))
+    images, labels = runs.x_val[:, :EVALUATION_CHUNK], runs.y_val[:, :EVALUATION_CHUNK]
+    took = []
+    for _ in range(2):  # the first call compiles
+        start = time.perf_counter()
+        jax.block_until_ready(runs.epoch(orders)[1])
+        middle = time.perf_counter()
+        runs.evaluate(images, labels, spec.tol)
+        took.append((middle - start, time.perf_counter() - middle))
+    (train_first, eval_first), (train, evaluate) = took
+    return {"compile": max(train_first - train, 0.0), "step": train / orders.shape[1],
+            "eval_compile": max(eval_first - evaluate, 0.0), "image": evaluate / labels.shape[1]}
+
+
+def _chunk_shapes(count: int) -> set[int]:
+    return {min(EVALUATION_CHUNK, count - start) for start in range(0, count, EVALUATION_CHUNK)}
+
+
+def train_plan(spec: TrainSpec, name: str, pending: list[dict]) -> list[str]:
+    """What ``spheresde train --dry-run`` prints: the runs left of ``spec``'s grid
+    (``pending``), their work and the estimated wall time (:func:`train_estimate`)."""
+    lines, _ = train_estimate(spec, pending)
+    return [f"{name}: {spec.command_line()}", *lines]
+
+
+def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dict[str, float]]:
+    """The lines of :func:`train_plan` after the command, and the estimated seconds of
+    compiling, training and evaluating the ``pending`` runs of ``spec`` ({} when none is
+    left): the work in image-layers and token pairs, priced by :func:`_calibrate` of
+    the real programs at the shallowest and the deepest depth left (linear in the depth
+    between them), all measured in this process as it is loaded now.
+
+    Work: a run trains ``epochs x steps x batch`` images through ``L`` layers (forward
+    and backward) and evaluates ``(epochs + 1)`` times the validation images and once
+    the training images (forward); a layer costs about ``n^2 d + n d^2`` per image
+    (attention between the ``n`` tokens, then the ``d x d`` matrices).
+    """
+    from ._plan import _duration
+
+    if not pending:
+        return [f"  nothing to compute: the {len(spec.points())} runs are stored"], {}
+    x_train, _, x_val, _, _ = load_data(spec, data_seed(spec, spec.seed))
+    count, tokens, pixels = x_train.shape
+    batch = min(spec.batch, count)
+    trained = spec.epochs * (count // batch) * batch
+    evaluated = (spec.epochs + 1) * len(x_val) + count
+    by_depth: dict[int, list[dict]] = {}
+    for point in pending:
+        by_depth.setdefault(point["layers"], []).append(point)
+    run_layers = sum(len(p) * L for L, p in by_depth.items())
+    lines = [
+        f"  runs: {len(pending)} to compute of {len(spec.points())} "
+        f"({len(spec.points()) - len(pending)} stored), "
+        + ", ".join(f"{len(p)} at L = {L}" for L, p in sorted(by_depth.items()))
+        + "; the runs of a depth train together, as one program, in this process",
+        f"  tokens: {tokens} of {pixels} pixels ({spec.dataset}, {spec.patch} x {spec.patch} "
+        f"patches), d = {spec.dim}: a layer costs ~ n^2 d + n d^2 = "
+        f"{tokens**2 * spec.dim + tokens * spec.dim**2:,} multiply-adds an image",
+        f"  work: {run_layers} run-layers x {trained:,} images trained ({spec.epochs} epochs "
+        f"of {count // batch} steps of {batch}) = {run_layers * trained:.3e} image-layers "
+        f"forward and backward, x {evaluated:,} images evaluated = "
+        f"{run_layers * evaluated:.3e} forward; x n^2 = {tokens**2} token pairs: "
+        f"{run_layers * (trained + evaluated) * tokens**2:.3e} pair-layers",
+    ]
+    ends = sorted({min(by_depth), max(by_depth)})
+    measured = {L: _calibrate(spec, by_depth[L]) for L in ends}
+    lines.append("  calibration, now, in this process (the real programs, "
+                 f"{CALIBRATION_STEPS} steps and {min(EVALUATION_CHUNK, len(x_val))} images): "
+                 + "; ".join(f"L = {L}, {len(by_depth[L])} runs: compile {m['compile']:.1f} s "
+                             f"+ {m['eval_compile']:.1f} s, {1e3 * m['step']:.0f} ms a step, "
+                             f"{1e6 * m['image']:.0f} us an image evaluated"
+                             for L, m in measured.items()))
+    # steps and images per run (the programs cost in proportion to the runs they train)
+    per_run = {L: {**m, "step": m["step"] / len(by_depth[L]),
+                   "image": m["image"] / len(by_depth[L])} for L, m in measured.items()}
+    shapes = len(_chunk_shapes(len(x_val)) | _chunk_shapes(count))  # one compilation each
+    parts = {"compile": 0.0, "train": 0.0, "evaluate": 0.0}
+    for L, points in by_depth.items():
+        w = 0.0 if len(ends) == 1 else (L - ends[0]) / (ends[1] - ends[0])
+        m = {k: (1 - w) * per_run[ends[0]][k] + w * per_run[ends[-1]][k]
+             for k in per_run[ends[0]]}
+        parts["compile"] += m["compile"] + shapes * m["eval_compile"]
+        parts["train"] += len(points) * (trained // batch) * m["step"]
+        parts["evaluate"] += len(points) * evaluated * m["image"]
+    lines.append(f"  estimated wall time: {_duration(sum(parts.values()))} (compiling "
+                 f"{_duration(parts['compile'])}, training {_duration(parts['train'])}, "
+                 f"evaluating {_duration(parts['evaluate'])}; as loaded now)")
+    return lines, parts
 
 
 COLORS = {"constant": "#d62fa0", "random": "#6a3fb5", "identity": "#2a9d8f"}
@@ -541,7 +723,8 @@ def train_section(results: Mapping[str, Any], notes: Mapping[str, str]) -> Secti
         *paper,
         f"**Ours.** The classifier of `spheresde.TransformerClassifier` (the paper's layer: "
         f"L = {main}, d = {tspec.dim}, beta = {tspec.beta:g} at init, {tspec.patch} x "
-        f"{tspec.patch} patches as tokens, trainable V, Q, K, linear head on the mean token), "
+        f"{tspec.patch} patches as tokens ({(SIDE[tspec.dataset] // tspec.patch) ** 2} "
+        "tokens an image), trainable V, Q, K, linear head on the mean token), "
         f"AdamW (peak learning rate {tspec.lr:g}, warm-up and cosine decay, batch "
         f"{tspec.batch}), {tspec.epochs} epochs, {tspec.seeds} seeds per initialization, on "
         f"{data}. {why} Random weights: iid N(0, sigma^2/d) entries with sigma = "
@@ -606,4 +789,5 @@ def train_section(results: Mapping[str, Any], notes: Mapping[str, str]) -> Secti
 
 __all__ = ["PAIRS", "Convergence", "PairedDifference", "TrainRow", "TrainSpec", "convergence",
            "curves", "depths", "final_accuracy", "paired_differences", "plot_depth",
-           "plot_train", "train_run", "train_section"]
+           "plot_train", "train_estimate", "train_plan", "train_runs",
+           "train_section"]

@@ -11,8 +11,14 @@ Prints, from one run:
 - whether the compiled epoch recompiles across seeds or initializations: at L = 16, one
   epoch for each of 2 seeds x 3 initializations, counting the compilations of
   ``train_epoch`` that JAX logs (it must be 1);
+- training runs per second of the quick runs (digits, 3 initializations x 5 seeds, 2
+  epochs) at L = 16 and 64, trained one at a time (a batch of one each, the path before
+  the runs of a depth were trained together) and all 15 together as one vmapped program,
+  compilation excluded (each program runs once before it is timed), and their ratio;
 - the wall time and CPU time of the ``quick`` Figure 2 (``TrainSpec()``: 3
-  initializations x 5 seeds x 30 epochs), compilation included, as ``reproduce`` pays it;
+  initializations x 5 seeds x 30 epochs), compilation included, as ``reproduce`` pays it,
+  beside the ``--dry-run`` estimate made just before in this process (its calibration
+  excluded from the measured time);
 - its final validation accuracy per initialization (mean, min, max over the seeds) beside a
   plain scikit-learn ``LogisticRegression`` on the same splits, for scale.
 
@@ -33,7 +39,7 @@ import numpy as np
 
 import spheresde
 from spheresde.experiments import RunOptions, TrainSpec, run_sweep
-from spheresde.experiments._train import final_accuracy
+from spheresde.experiments._train import final_accuracy, train_estimate, train_runs
 
 
 def cpu_now() -> float:
@@ -104,6 +110,26 @@ def compilations_across_runs(x, y, layers: int = 16) -> int:
     return sum("XLA compilation of jit(train_epoch)" in m for m in messages)
 
 
+def timed(work) -> tuple[float, float]:
+    """Wall and CPU seconds of ``work()``."""
+    start, cpu = time.perf_counter(), cpu_now()
+    work()
+    return time.perf_counter() - start, cpu_now() - cpu
+
+
+def runs_per_second(layers: int) -> tuple[float, float, float, float]:
+    """Training runs per wall second and per CPU second, one at a time and together, of
+    the quick runs at depth ``layers`` with 2 epochs (compiled before timing)."""
+    spec = TrainSpec(layers=(layers,), epochs=2)
+    points = spec.points()
+    train_runs(spec, points[:1], quiet=True)  # compiles the program of one run
+    train_runs(spec, points, quiet=True)  # and that of all of them
+    alone = timed(lambda: [train_runs(spec, [p], quiet=True) for p in points])
+    together = timed(lambda: train_runs(spec, points, quiet=True))
+    return (len(points) / alone[0], len(points) / alone[1], len(points) / together[0],
+            len(points) / together[1])
+
+
 def logistic_regression(seed: int) -> float:
     from sklearn.linear_model import LogisticRegression
 
@@ -142,16 +168,33 @@ def main() -> None:
     dense_32, _ = throughput(32, x, y, lr=1.2e-2)
     print(f"  L = 32 with sliced-sum attention: {sliced:8.0f} images/s wall; dense is "
           f"{dense_32 / sliced:.2f}x faster (dense re-measured: {dense_32:.0f} images/s)")
+    print("training runs per second, quick runs (digits, 15 runs of 2 epochs; wall, CPU)")
+    for layers in (16, 64):
+        alone, alone_cpu, together, together_cpu = runs_per_second(layers)
+        print(f"  L = {layers:2d}: one at a time {alone:.3f} runs/s ({alone_cpu:.3f}/CPU-s), "
+              f"15 together {together:.3f} runs/s ({together_cpu:.3f}/CPU-s): ratio "
+              f"{together / alone:.2f} wall, {together_cpu / alone_cpu:.2f} CPU")
     if args.skip_quick:
         return
 
     spec = TrainSpec()
+    # neither may find the other's programs compiled: the real run compiles afresh
+    jax.clear_caches()
+    start = time.perf_counter()
+    lines, parts = train_estimate(spec, spec.points())
+    planned = time.perf_counter() - start
+    print("the dry run of the quick Figure 2:", *lines, sep="\n")
+    jax.clear_caches()
     with tempfile.TemporaryDirectory() as out:
         start, cpu = time.perf_counter(), cpu_now()
         result = run_sweep(spec, out, RunOptions(quiet=True))
         wall, cpu = time.perf_counter() - start, cpu_now() - cpu
+    estimate = sum(parts.values())
     print(f"quick Figure 2 ({len(spec.weights)} inits x {spec.seeds} seeds x {spec.epochs} "
-          f"epochs, L = {spec.layers}): {wall:.1f} s wall, {cpu:.1f} CPU-s")
+          f"epochs, L = {spec.layers}): {wall:.1f} s wall, {cpu:.1f} CPU-s; the dry run "
+          f"estimated {estimate:.1f} s (compile {parts['compile']:.1f}, train "
+          f"{parts['train']:.1f}, evaluate {parts['evaluate']:.1f}; its calibration took "
+          f"{planned:.1f} s): measured / estimated = {wall / estimate:.2f}")
     print("final validation accuracy (mean [min, max] over seeds):")
     for weights, (mean, low, high) in final_accuracy(result.rows).items():
         print(f"  {weights:8s}: {mean:.3f} [{low:.3f}, {high:.3f}]")

@@ -58,12 +58,14 @@ fig.tight_layout()
 # %%
 # Training
 # --------
-# :meth:`~spheresde.experiments.TrainSpec.compute` trains one network exactly as the
+# :meth:`~spheresde.experiments.TrainSpec.compute` trains the networks exactly as the
 # command does (AdamW with warm-up and cosine decay, :func:`spheresde.classifier_optimizer`;
-# one jitted ``lax.scan`` per epoch, :func:`spheresde.train_epoch`) and returns a row per
-# epoch, epoch 0 at initialization.
+# both runs of one depth together as one vmapped program, :func:`spheresde.train_epochs`)
+# and returns, per run, a row per epoch, epoch 0 at initialization.
 print("the same run from the shell:", spec.command_line())
-runs = {point["weights"]: spec.compute(point, quiet=True) for point in spec.points()}
+points = list(spec.points())
+runs = {point["weights"]: rows
+        for point, rows in zip(points, spec.compute(points, quiet=True), strict=True)}
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
 for weights, rows in runs.items():

@@ -5,7 +5,8 @@ Random smooth tangent fields on :math:`(S^{d-1})^n` (``helpers.coefficient_sde``
 coefficients), in Ito form for the Ito schemes and in Stratonovich form for the
 Stratonovich ones. Each sample is ONE ``diffrax.VirtualBrownianTree``, solved at nested
 steps ``dt = t1/16 ... t1/128`` and at the reference step ``t1/2048`` by the same scheme;
-the strong order is the log-log slope of the RMS error against ``dt``.
+the strong order is the log-log slope of the RMS error against ``dt``, within a
+systematic 0.2 plus two bootstrap standard errors of that slope.
 
 The noise has ``m >= 2`` components: its fields then do not commute, and every scheme
 here has strong order 1/2 (with one scalar noise the Stratonovich schemes would reach
@@ -88,10 +89,19 @@ def test_strong_order_on_random_tangent_sdes(d, n, m, seed):
             return _final_states(solver, sde, args, y0, ts, W, every)
 
         reference = final(T1 / REFERENCE)
-        rms = np.array([float(jnp.sqrt(jnp.mean(jnp.sum((final(dt) - reference) ** 2,
-                                                        axis=(-1, -2)))))
-                        for dt in dts])
+        # squared error of every path at every level: (levels, paths)
+        squared = np.array([np.asarray(jnp.sum((final(dt) - reference) ** 2, axis=(-1, -2)))
+                            for dt in dts])
+        rms = np.sqrt(squared.mean(axis=1))
         assert float(spheresde.norm_error(reference)) < 1e-12
         slope = loglog_slope(dts, rms)
-        print(f"{param.id}: d={d} n={n} m={m} seed={seed} RMS {rms}, slope {slope:.2f}")
-        assert abs(slope - solver.strong_order(None)) < 0.3, (param.id, rms, slope)
+        # The RMS of 256 paths can hang on one path (at coarse steps a single path has held
+        # 47% of the squared error, and moved the slope by 0.3): the margin is a systematic
+        # 0.2 plus 2 bootstrap standard errors of the slope (400 resamples of the paths,
+        # the same resample at every level).
+        resamples = np.random.default_rng(seed).integers(0, PATHS, (400, PATHS))
+        boot = [loglog_slope(dts, np.sqrt(squared[:, idx].mean(axis=1))) for idx in resamples]
+        margin = 0.2 + 2 * float(np.std(boot))
+        print(f"{param.id}: d={d} n={n} m={m} seed={seed} RMS {rms}, slope {slope:.2f}, "
+              f"margin {margin:.2f}")
+        assert abs(slope - solver.strong_order(None)) < margin, (param.id, rms, slope, margin)

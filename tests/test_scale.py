@@ -121,7 +121,7 @@ def test_dry_run_prints_the_plan_skips_stored_points_and_writes_nothing(tmp_path
     assert main([*exact, "--betas", "1,2,3", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "points: 4 to compute of 6 (2 stored)" in out
-    assert "nothing to simulate" in out
+    assert "estimated wall time: " in out and "(no sampling)" in out
     assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == before
 
 
@@ -142,8 +142,44 @@ def test_dry_run_counts_trajectory_steps_and_calibrates(tmp_path, capsys):
     share = re.search(r"early absorption: ([0-9.]+)% of the steps simulated in 2 probe", out)
     assert share, out
     assert float(share.group(1)) < 50
-    assert "estimated wall time with absorption" in out
+    assert "finishing (the laws of a row)" in out
+    assert re.search(r"estimated wall time: .* \(1 process: stepping .*, compiling .*, "
+                     r"finishing .*\)", out), out
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_dry_run_share_of_a_varying_horizon_is_of_its_own_steps(tmp_path):
+    """Dominance's horizons grow as eps shrinks: the share simulated by the probes is
+    taken of the probe points' own steps, never of the grid's average (which put it at
+    133% at quick scale)."""
+    from spheresde.experiments import DominanceSpec, RunOptions, estimate_sweep
+
+    spec = DominanceSpec(tokens=(2,), betas=(1.0, 6.0), eps=(0.1, 1.5), trajectories=64,
+                         layers=5, horizon=4.0, horizon_scale=2.0, max_horizon=100.0)
+    plan = estimate_sweep(spec, tmp_path / "o", RunOptions(quiet=True))
+    text = "\n".join(plan.lines)
+    share = re.search(r"early absorption: ([0-9.]+)% of the steps simulated", text)
+    assert share, text
+    assert 0 < float(share.group(1)) <= 100
+    steps = [spec.point_steps(p) for p in spec.points()]
+    assert len(set(steps)) == 2  # eps = 0.1 runs to 100, eps = 1.5 to 4
+    assert f"x {round(np.mean(steps))} steps on average" in text
+    assert plan.seconds > 0
+
+
+@pytest.mark.slow
+def test_dry_run_counts_the_programs_a_sweep_compiles():
+    """The network's shapes follow d (a program per dimension); the 1-D rho SDE takes d as a
+    number (one program for every d)."""
+    from spheresde.experiments import PhaseSpec
+    from spheresde.experiments._plan import _programs
+
+    kind = dict(dims=(4, 5, 6), betas=(1.0, 2.0), trajectories=32, layers=5, horizon=2.0)
+    network = PhaseSpec(**kind, method="discrete")
+    reduced = PhaseSpec(**kind, method="reduced")
+    assert _programs(network, network.points(), network.steps())[0] == 3
+    assert _programs(reduced, reduced.points(), reduced.steps())[0] == 1
 
 
 @pytest.mark.slow

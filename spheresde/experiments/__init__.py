@@ -29,6 +29,7 @@ from ._spec import (
     AbstractSweepSpec,
     BadParameters,
     ExperimentSpec,
+    Plan,
     at_least,
     between,
     greater_than,
@@ -45,7 +46,14 @@ from ._store import (
     format_value,
     point_seed,
 )
-from ._sweep import AbstractResult, RunOptions, SweepResult, plan_sweep, run_sweep
+from ._sweep import (
+    AbstractResult,
+    RunOptions,
+    SweepResult,
+    estimate_sweep,
+    plan_sweep,
+    run_sweep,
+)
 from ._tokens import TokensRow, TokensSpec
 from ._train import (
     Convergence,
@@ -84,6 +92,7 @@ __all__ = [
     "ParameterMismatch",
     "PhaseRow",
     "PhaseSpec",
+    "Plan",
     "ReproduceResult",
     "ReproduceSpec",
     "RunOptions",
@@ -102,6 +111,7 @@ __all__ = [
     "chunk_seed",
     "convergence",
     "dominance_edges",
+    "estimate_sweep",
     "format_value",
     "greater_than",
     "paired_differences",

@@ -68,10 +68,14 @@ class ScaledHorizon(AbstractMonteCarloSpec):
     def steps(self) -> int:
         """Layers per trajectory, averaged over the points (their horizons depend on eps),
         for the ``--dry-run`` plan; 0 without Monte Carlo."""
+        return round(np.mean([self.point_steps(p) for p in self.points()]))
+
+    def point_steps(self, point: dict[str, Any]) -> int:
+        """Layers of a trajectory at ``point`` (its horizon depends on eps); 0 without
+        Monte Carlo."""
         if not self.monte_carlo():
             return 0
-        return round(np.mean([network_depth(self.point_horizon(p["eps"]), self.layers)
-                              for p in self.points()]))
+        return network_depth(self.point_horizon(point["eps"]), self.layers)
 
     def varying_steps(self) -> bool:
         """Whether the horizon scales with eps."""

@@ -2,29 +2,44 @@
 
 The plan counts the points and chunks still to compute (those already stored in the
 output directory are skipped, as a real run would skip them) and their
-trajectory-steps. The wall-time estimate comes from a short calibration: one small
-chunk with a short horizon run twice (the first call compiles), its throughput in
-trajectory-steps per second applied to what is left, plus the compilation. With early
-absorption (on by default) a second estimate follows: a few probe chunks (up to three
-points spread over the grid, :data:`PROBE_TRAJECTORIES` each, the full horizon) give the
-fraction of the steps actually simulated, which scales the first; it is skipped when the
-probes would take more than :data:`PROBE_BUDGET` seconds. With ``--workers N`` both
-assume N times the throughput of this process. Nothing is written.
+trajectory-steps, and prices them by measurements made now, in this process:
+
+- **stepping**: one small chunk with a short horizon run twice (the first call compiles),
+  its throughput in trajectory-steps per second applied to what is left;
+- **compiling**: the first call's extra time, then the time of each further program
+  the sweep compiles. Which grid fields compile a program of their own is found by
+  trying: a tiny short chunk is run at the first point with one field changed at a
+  time, and a field whose change compiles (seen by :mod:`jax.monitoring`) multiplies
+  the count of programs by its number of values (the tries' mean time prices one);
+- **finishing**: ``spec.finish`` (the laws a row is compared with) timed at up to
+  :data:`FINISH_POINTS` points spread over the grid, per point left (its cost varies
+  over the grid: the finite-depth law of a phase point takes 0.3 s to 5 s);
+- **absorption**: with early absorption (on by default) the same points run probe chunks
+  of :data:`PROBE_TRAJECTORIES` trajectories over the full horizon, and the share of their
+  steps actually simulated (of each probe point's own horizon) scales the stepping. It
+  is skipped (every step counted) when the probes would take more than
+  :data:`PROBE_BUDGET` seconds, or when the sweep cannot absorb (more than two tokens).
+
+With ``--workers N`` stepping and compiling are divided by N (each worker compiles what
+it runs, so compiling is divided only as far as there are programs to share);
+finishing runs in this process. Nothing is written.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from ._spec import AbstractChunkedSpec
+from ._spec import AbstractChunkedSpec, Plan
 from ._store import ParameterMismatch, Sweep, chunk_sizes
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
+PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
+FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
 
 
 def _stored(spec: AbstractChunkedSpec, out: Path, name: str, points: list[dict],
@@ -62,49 +77,148 @@ def _calibrate(spec: AbstractChunkedSpec, point: dict, steps: int,
     return max(first - second, 0.0), size * short_steps / max(second, 1e-9)
 
 
-def plan_lines(spec: AbstractChunkedSpec, out: Path, name: str, options: Any) -> list[str]:
+class _CompileClock:
+    """Seconds JAX spends compiling while the clock is entered (:mod:`jax.monitoring`)."""
+
+    listening: ClassVar[list] = []
+
+    def __enter__(self) -> _CompileClock:
+        import jax.monitoring
+
+        if not _CompileClock.listening:
+            jax.monitoring.register_event_duration_secs_listener(self._heard)
+            _CompileClock.listening.append(self)
+        self.seconds = 0.0
+        _CompileClock.listening[0] = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _CompileClock.listening[0] = None
+
+    @staticmethod
+    def _heard(event: str, seconds: float, **kwargs) -> None:
+        clock = _CompileClock.listening[0] if _CompileClock.listening else None
+        if clock is not None and event.endswith("backend_compile_duration"):
+            clock.seconds += seconds
+
+
+def _programs(spec: AbstractChunkedSpec, points: list[dict], steps: int) -> tuple[int, float]:
+    """How many programs the sweep over ``points`` compiles, and the seconds one more
+    program costs: the product of the counts of values of the grid fields whose change
+    alone compiles a new program (tried with a tiny short chunk at the first point), and
+    the mean time of those tries."""
+    short = spec.shortened(min(steps, CALIBRATION_STEPS))
+    first = points[0]
+    short.chunk(first, 0, PROGRAM_TRAJECTORIES)  # this size's program at the first point
+    programs, tries = 1, []
+    for field in first:
+        values = {p[field] for p in points}
+        if len(values) < 2:
+            continue
+        other = next(p for p in points if p[field] != first[field])
+        start = time.perf_counter()
+        with _CompileClock() as clock:
+            short.chunk({**first, field: other[field]}, 0, PROGRAM_TRAJECTORIES)
+        if clock.seconds > 0:
+            programs *= len(values)
+            tries.append(time.perf_counter() - start)
+    return min(programs, len(points)), (sum(tries) / len(tries) if tries else 0.0)
+
+
+def _spread(points: list[dict], count: int = 3) -> list[dict]:
+    """Up to ``count`` points spread evenly over the grid, the first and the last
+    included."""
+    if len(points) <= count:
+        return list(points)
+    return [points[round(i * (len(points) - 1) / (count - 1))] for i in range(count)]
+
+
+def _finish_seconds(spec: AbstractChunkedSpec, points: list[dict],
+                    counts: dict) -> tuple[float, float]:
+    """(one-time setup seconds, mean seconds per point) of ``spec.finish`` at ``points``
+    given the same ``counts``: the first call's excess over the later ones is setup
+    (caches, lambdified laws)."""
+    took = []
+    for point in points:
+        start = time.perf_counter()
+        spec.finish(point, [counts])
+        took.append(time.perf_counter() - start)
+    if len(took) == 1:
+        return 0.0, took[0]
+    per_point = sum(took[1:]) / len(took[1:])
+    return max(took[0] - per_point, 0.0), per_point
+
+
+def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
+                  options: Any) -> Plan:
     """The lines ``--dry-run`` prints for the chunked sweep ``spec`` run as ``name`` with
-    ``options`` (a :class:`~._sweep.RunOptions`; see the module docstring)."""
+    ``options`` (a :class:`~._sweep.RunOptions`; see the module docstring) and the
+    estimated wall time in seconds (None when the run would refuse), as a :class:`Plan`."""
     points = spec.points()
     sizes = chunk_sizes(spec.samples(), options.chunk_size) or [0]
     steps = spec.steps()
     done, partial, refusal = _stored(spec, out, name, points, options)
     lines = [f"{name}: {spec.command_line()}"]
     if refusal:
-        return [*lines, f"  would refuse: {refusal}"]
+        return Plan([*lines, f"  would refuse: {refusal}"], None)
     left_points = [p for i, p in enumerate(points) if i not in done]
     chunks_left = sum(len(sizes) - partial.get(i, 0)
                       for i in range(len(points)) if i not in done)
     trajectories = sum(sizes) * len(left_points) - sum(
         sum(sizes[:partial[i]]) for i in partial)
-    work = trajectories * steps
+    left_steps = {i: spec.point_steps(p) for i, p in enumerate(points) if i not in done}
+    work = sum(sizes) * sum(left_steps.values()) - sum(
+        sum(sizes[:partial[i]]) * left_steps[i] for i in partial)
+    average = round(work / trajectories) if trajectories else steps
     lines.append(f"  points: {len(left_points)} to compute of {len(points)} "
                  f"({len(done)} stored)")
     lines.append(f"  chunks: {chunks_left} to compute, {len(sizes)} per point of "
                  f"{sizes[0]} trajectories (`chunk_size={options.chunk_size}`)")
-    lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {steps} steps"
+    lines.append(f"  trajectory-steps: {work:.3e} ({trajectories} trajectories x {average} steps"
                  f"{' on average' if spec.varying_steps() else ''})")
-    if work == 0 or not left_points:
-        lines.append("  estimated wall time: nothing to simulate")
-        return lines
+    if not left_points:
+        lines.append("  estimated wall time: nothing to compute")
+        return Plan(lines, 0.0)
+    probes = _spread(left_points)
+    parallel = max(1, options.workers)
+    workers = '1 process' if parallel == 1 else f'{parallel} workers'
+    if work == 0:  # no Monte Carlo: the rows are the laws alone
+        finishing = _spread(left_points, FINISH_POINTS)
+        setup, per_point = _finish_seconds(spec, finishing, {})
+        estimate = setup + per_point * len(left_points)
+        lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured "
+                     f"at {len(finishing)} point(s)")
+        lines.append(f"  estimated wall time: {_duration(estimate)} (no sampling)")
+        return Plan(lines, estimate)
     compile_s, rate = _calibrate(spec, left_points[0], steps,
                                  min(sizes[0], CALIBRATION_TRAJECTORIES))
-    parallel = max(1, options.workers)
-    estimate = compile_s + work / rate / parallel
-    lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process "
-                 f"(compilation {compile_s:.1f} s)")
-    workers = '1 process' if parallel == 1 else f'{parallel} workers'
-    lines.append(f"  estimated wall time: {_duration(estimate)} ({workers}, every step counted)")
-    probes = left_points[::max(1, -(-len(left_points) // 3))][:3]
-    if spec.absorbs() and len(probes) * PROBE_TRAJECTORIES * steps / rate <= PROBE_BUDGET:
-        simulated = sum(spec.chunk(p, 0, PROBE_TRAJECTORIES).get("steps", 0) for p in probes)
-        share = simulated / (len(probes) * PROBE_TRAJECTORIES * steps)
-        lines.append(f"  early absorption: {share:.1%} of the steps simulated in "
-                     f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")
-        lines.append(f"  estimated wall time with absorption: "
-                     f"{_duration(compile_s + share * work / rate / parallel)} ({workers}; "
-                     "the share varies over the grid, and small batches run slower)")
-    return lines
+    programs, extra_program = _programs(spec, left_points, steps)
+    share, simulated_note = 1.0, "every step counted"
+    probe_steps = [spec.point_steps(p) for p in probes]
+    if spec.absorbs() and PROBE_TRAJECTORIES * sum(probe_steps) / rate <= PROBE_BUDGET:
+        counts = [spec.chunk(p, 0, PROBE_TRAJECTORIES) for p in probes]
+        simulated = sum(c.get("steps", 0) for c in counts)
+        share = simulated / (PROBE_TRAJECTORIES * sum(probe_steps))
+        simulated_note = (f"early absorption: {share:.1%} of the steps simulated in "
+                          f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")
+    else:
+        counts = [spec.chunk(p, 0, PROGRAM_TRAJECTORIES) for p in probes]
+    finish_points = _spread(left_points, FINISH_POINTS)
+    setup, per_point = _finish_seconds(spec, finish_points, counts[0])
+    stepping = share * work / rate / parallel
+    compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)
+    finishing = setup + per_point * len(left_points)
+    estimate = stepping + compiling + finishing
+    lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process, "
+                 f"compiling {compile_s:.1f} s, then {extra_program:.1f} s for each of "
+                 f"{programs - 1} more program(s)")
+    lines.append(f"  {simulated_note}")
+    lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
+                 f"{len(finish_points)} point(s)")
+    lines.append(f"  estimated wall time: {_duration(estimate)} ({workers}: stepping "
+                 f"{_duration(stepping)}, compiling {_duration(compiling)}, finishing "
+                 f"{_duration(finishing)})")
+    return Plan(lines, estimate)
 
 
 def _duration(seconds: float) -> str:
@@ -115,4 +229,4 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-__all__ = ["plan_lines"]
+__all__ = ["plan_estimate"]

@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ._field import FieldSpec, run_field
+from ._plan import _duration
 from ._report import write_report
 from ._scales import SCALES, ReproduceSpec, training_data
 from ._spec import AbstractSweepSpec, BadParameters, ExperimentSpec
 from ._store import atomic_write_text
-from ._sweep import AbstractResult, RunOptions, plan_sweep, run_sweep
+from ._sweep import AbstractResult, RunOptions, estimate_sweep, plan_sweep, run_sweep
 from ._train import load_data
 
 
@@ -124,8 +125,19 @@ def plan(spec: ExperimentSpec, out: str | os.PathLike,
     options = RunOptions() if options is None else options
     if isinstance(spec, ReproduceSpec):
         sweeps, _ = _sweeps(spec)
-        return [line for name, sweep in sweeps.items()
-                for line in plan_sweep(sweep, out, options, name=name)]
+        plans = {name: estimate_sweep(sweep, out, options, name=name)
+                 for name, sweep in sweeps.items()}
+        lines = [line for one in plans.values() for line in one.lines]
+        refused = [name for name, one in plans.items() if one.seconds is None]
+        total = sum(one.seconds or 0.0 for one in plans.values())
+        slowest = max(plans, key=lambda name: plans[name].seconds or 0.0)
+        lines.append(f"reproduce --scale {spec.scale}: estimated wall time of the sweeps "
+                     f"{_duration(total)} (the longest: {slowest}, "
+                     f"{_duration(plans[slowest].seconds or 0.0)})"
+                     + (f"; refused: {', '.join(refused)}" if refused else "")
+                     + "; Figure 1 and the proofs_check report come on top, not priced "
+                     "here")
+        return lines
     if isinstance(spec, FieldSpec):
         return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
     if isinstance(spec, AbstractSweepSpec):

@@ -26,7 +26,7 @@ import math
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ._store import Counts, format_value
 
@@ -409,6 +409,10 @@ class AbstractChunkedSpec(AbstractSweepSpec):
         default the spec itself)."""
         return self
 
+    def point_steps(self, point: dict[str, Any]) -> int:
+        """Steps of one trajectory at ``point``, for the plan (by default :meth:`steps`)."""
+        return self.steps()
+
     def varying_steps(self) -> bool:
         """Whether the points' trajectories have different numbers of steps."""
         return False
@@ -416,6 +420,14 @@ class AbstractChunkedSpec(AbstractSweepSpec):
     def absorbs(self) -> bool:
         """Whether trajectories stop early (the plan then probes what share is run)."""
         return False
+
+
+class Plan(NamedTuple):
+    """What ``--dry-run`` says of one sweep: the lines it prints, and the estimated wall
+    time in seconds (None when the run would refuse)."""
+
+    lines: list[str]
+    seconds: float | None
 
 
 class AbstractPointSpec(AbstractSweepSpec):
@@ -440,9 +452,10 @@ class AbstractPointSpec(AbstractSweepSpec):
         """The rows of each of ``points`` (points of one :meth:`together`), in their order."""
 
     @abc.abstractmethod
-    def plan(self, name: str, pending: list[dict[str, Any]]) -> list[str]:
-        """The lines ``--dry-run`` prints for the run ``name`` whose ``pending`` points
-        are not stored yet."""
+    def plan(self, name: str, pending: list[dict[str, Any]]) -> Plan:
+        """What ``--dry-run`` prints for the run ``name`` whose ``pending`` points are not
+        stored yet, and its estimate of their wall time, priced by a calibration in
+        this process (a :class:`Plan`)."""
 
 
 __all__ = [
@@ -452,6 +465,7 @@ __all__ = [
     "BadParameters",
     "ExperimentSpec",
     "FieldKind",
+    "Plan",
     "Section",
     "SpecField",
     "at_least",

@@ -20,8 +20,14 @@ from pathlib import Path
 from typing import Any, Generic
 
 from ._executors import executor_for
-from ._plan import plan_lines
-from ._spec import AbstractChunkedSpec, AbstractPointSpec, AbstractSweepSpec, BadParameters
+from ._plan import plan_estimate
+from ._spec import (
+    AbstractChunkedSpec,
+    AbstractPointSpec,
+    AbstractSweepSpec,
+    BadParameters,
+    Plan,
+)
 from ._store import ParameterMismatch, R, Sweep, chunk_sizes
 
 
@@ -126,11 +132,18 @@ def plan_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
                options: RunOptions | None = None, *, name: str | None = None) -> list[str]:
     """The lines ``--dry-run`` prints for the sweep ``spec`` (see
     :mod:`spheresde.experiments._plan`); nothing is written."""
+    return estimate_sweep(spec, out, options, name=name).lines
+
+
+def estimate_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+                   options: RunOptions | None = None, *, name: str | None = None) -> Plan:
+    """:func:`plan_sweep`'s lines and the estimated wall time in seconds (a
+    :class:`~spheresde.experiments.Plan`)."""
     options = RunOptions() if options is None else options
     name = spec.command if name is None else name
     if isinstance(spec, AbstractPointSpec):
         return _point_plan(spec, Path(out), name, options)
-    return plan_lines(spec, Path(out), name, options)
+    return plan_estimate(spec, Path(out), name, options)
 
 
 def _in_batches(spec: AbstractPointSpec, sweep: Sweep, points: list[dict], quiet: bool):
@@ -151,7 +164,7 @@ def _in_batches(spec: AbstractPointSpec, sweep: Sweep, points: list[dict], quiet
     return compute
 
 
-def _point_plan(spec: AbstractPointSpec, out: Path, name: str, options: RunOptions) -> list[str]:
+def _point_plan(spec: AbstractPointSpec, out: Path, name: str, options: RunOptions) -> Plan:
     """``spec.plan`` of the points not stored in ``out`` (all of them with ``overwrite``),
     or the refusal a run would meet."""
     points = spec.points()
@@ -163,11 +176,12 @@ def _point_plan(spec: AbstractPointSpec, out: Path, name: str, options: RunOptio
             outside = sweep.outside(points)
             pending = [p for p in points if not sweep.is_done(p)]
     except ParameterMismatch as err:
-        return [f"{name}: {spec.command_line()}", f"  would refuse: {err}"]
+        return Plan([f"{name}: {spec.command_line()}", f"  would refuse: {err}"], None)
     if outside and not options.prune:
-        return [f"{name}: {spec.command_line()}",
-                f"  would refuse: {sweep.csv_path} holds {len(outside)} finished point(s) "
-                "outside the requested grid; pass `prune=True` to drop them"]
+        return Plan([f"{name}: {spec.command_line()}",
+                     f"  would refuse: {sweep.csv_path} holds {len(outside)} finished "
+                     "point(s) outside the requested grid; pass `prune=True` to drop them"],
+                    None)
     return spec.plan(name, pending)
 
 

@@ -28,6 +28,7 @@ from ._spec import (
     TOL,
     AbstractPointSpec,
     BadParameters,
+    Plan,
     Section,
     at_least,
     greater_than,
@@ -170,10 +171,11 @@ class TrainSpec(AbstractPointSpec):
         together (:func:`train_runs`)."""
         return train_runs(self, points, quiet=quiet)
 
-    def plan(self, name: str, pending: list[dict[str, Any]]) -> list[str]:
+    def plan(self, name: str, pending: list[dict[str, Any]]) -> Plan:
         """The runs left, their work and a wall-time estimate from a calibration of the
-        real compiled programs in this process (:func:`train_plan`)."""
-        return train_plan(self, name, pending)
+        real compiled programs in this process (:func:`train_estimate`)."""
+        lines, parts = train_estimate(self, pending)
+        return Plan([f"{name}: {self.command_line()}", *lines], sum(parts.values()))
 
     def plot(self, rows: list[TrainRow], path: Path) -> Path:
         """:func:`plot_train`."""
@@ -320,7 +322,7 @@ def train_runs(spec: TrainSpec, points: list[dict], *, quiet: bool) -> list[list
     return [list(run) for run in zip(*rows, strict=True)]
 
 
-CALIBRATION_STEPS = 3
+CALIBRATION_STEPS = 8  # a short scan pays its call overhead once: 3 steps overstated a step by ~25%
 """Optimization steps of the calibration's timed epoch (``--dry-run``)."""
 
 
@@ -351,15 +353,8 @@ def _chunk_shapes(count: int) -> set[int]:
     return {min(EVALUATION_CHUNK, count - start) for start in range(0, count, EVALUATION_CHUNK)}
 
 
-def train_plan(spec: TrainSpec, name: str, pending: list[dict]) -> list[str]:
-    """What ``spheresde train --dry-run`` prints: the runs left of ``spec``'s grid
-    (``pending``), their work and the estimated wall time (:func:`train_estimate`)."""
-    lines, _ = train_estimate(spec, pending)
-    return [f"{name}: {spec.command_line()}", *lines]
-
-
 def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dict[str, float]]:
-    """The lines of :func:`train_plan` after the command, and the estimated seconds of
+    """The lines of ``spheresde train --dry-run`` after the command, and the estimated seconds of
     compiling, training and evaluating the ``pending`` runs of ``spec`` ({} when none is
     left): the work in image-layers and token pairs, priced by :func:`_calibrate` of
     the real programs at the shallowest and the deepest depth left (linear in the depth
@@ -789,5 +784,5 @@ def train_section(results: Mapping[str, Any], notes: Mapping[str, str]) -> Secti
 
 __all__ = ["PAIRS", "Convergence", "PairedDifference", "TrainRow", "TrainSpec", "convergence",
            "curves", "depths", "final_accuracy", "paired_differences", "plot_depth",
-           "plot_train", "train_estimate", "train_plan", "train_runs",
+           "plot_train", "train_estimate", "train_runs",
            "train_section"]

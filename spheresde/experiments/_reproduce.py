@@ -38,23 +38,47 @@ class ReproduceResult(AbstractResult):
                 f"wall time {self.wall:.0f} s"]
 
 
+class ProofsCheck:
+    """``python -m proofs_check`` in a process of its own, started at once and collected
+    by :meth:`report`: SymPy works on one core while the sweeps run, instead of after
+    them (a minute of wall time on a 2-core laptop). Its output is kept in
+    ``out/proofs_check.txt``; a kept one is read instead of running again."""
+
+    def __init__(self, out: Path, *, overwrite: bool = False) -> None:
+        self.path = out / "proofs_check.txt"
+        self.process = None
+        if overwrite or not self.path.exists():
+            self.start = time.perf_counter()
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "proofs_check"], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+    def report(self) -> dict:
+        """Wait for the run; its text, whether it passed, its seconds and its tally."""
+        if self.process is None:
+            text = self.path.read_text()
+            return {"path": self.path, "text": text, "ok": True, "seconds": None,
+                    "tally": _tally(text)}
+        stdout, stderr = self.process.communicate()
+        seconds = time.perf_counter() - self.start
+        returncode = self.process.returncode
+        text = stdout + (f"\n[stderr]\n{stderr}" if returncode else "")
+        ok = returncode == 0
+        if ok:  # a failed run is not cached: the next reproduce tries again
+            atomic_write_text(self.path, text)
+        return {"path": self.path if ok else None, "text": text, "ok": ok,
+                "seconds": seconds, "returncode": returncode, "tally": _tally(text)}
+
+    def stop(self) -> None:
+        """Kill the run if it is still going (the sweeps failed or were interrupted)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:
-    """Run ``python -m proofs_check`` once, keep its output in ``out/proofs_check.txt``."""
-    path = out / "proofs_check.txt"
-    if path.exists() and not overwrite:
-        text = path.read_text()
-        return {"path": path, "text": text, "ok": True, "seconds": None,
-                "tally": _tally(text)}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "proofs_check"], capture_output=True, text=True,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    seconds = time.perf_counter() - start
-    text = proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.returncode else "")
-    ok = proc.returncode == 0
-    if ok:  # a failed run is not cached: the next reproduce tries again
-        atomic_write_text(path, text)
-    return {"path": path if ok else None, "text": text, "ok": ok, "seconds": seconds,
-            "returncode": proc.returncode, "tally": _tally(text)}
+    """Run ``python -m proofs_check`` once (:class:`ProofsCheck`) and wait for it."""
+    return ProofsCheck(out, overwrite=overwrite).report()
 
 
 def _tally(text: str) -> str:
@@ -84,12 +108,17 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike,
     out = Path(out)
     sweeps, notes = _sweeps(spec)
     start = time.perf_counter()
-    results: dict[str, AbstractResult] = {"field": run_field(FieldSpec(), out)}
-    for name, sweep in sweeps.items():
-        results[name] = run_sweep(sweep, out, options, name=name)
-    if not options.quiet:
-        print("running python -m proofs_check ...", file=sys.stderr)
-    proofs = proofs_check_report(out, overwrite=options.overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    checking = ProofsCheck(out, overwrite=options.overwrite)  # runs beside the sweeps
+    try:
+        results: dict[str, AbstractResult] = {"field": run_field(FieldSpec(), out)}
+        for name, sweep in sweeps.items():
+            results[name] = run_sweep(sweep, out, options, name=name)
+        if not options.quiet and checking.process is not None:
+            print("waiting for python -m proofs_check ...", file=sys.stderr)
+        proofs = checking.report()
+    finally:
+        checking.stop()
     wall = time.perf_counter() - start
     report = write_report(out, spec=spec, results=results, proofs=proofs, wall=wall,
                           notes=notes)

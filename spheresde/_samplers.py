@@ -31,8 +31,9 @@ r"""Largest :math:`\big||\mu| - 1\big|` that :func:`sample_von_mises_fisher` (``
 the unit sphere is refused (its length is no concentration: that is ``kappa``)."""
 
 #: Candidates per round of the rejection loop of :func:`sample_von_mises_fisher` after
-#: its first, full round (see there).
-VMF_ROUND = 4096
+#: its first, full round: rounds of the first size while that many draws wait, then of
+#: the next (fewer rounds than small rounds alone, less waste than large ones).
+VMF_ROUNDS = (65536, 8192, 1024)
 
 #: Wood's acceptance probability is above 0.65 for every dimension and concentration
 #: (its infimum, at large kappa, is 0.66 on the circle and grows with d).
@@ -67,7 +68,16 @@ def _tangent_directions(key: PRNGKeyArray, y: SpherePoint) -> SpherePoint:
     for a standard normal ``g`` drawn independently of ``y``, so a smooth function of
     ``y`` (the reparametrization through which gradients in ``y`` flow). On the circle,
     ``±(-y_1, y_0)`` with a random sign: the same law, exactly orthogonal to ``y`` (there
-    ``P_y g`` is often nearly zero, and the rounding of its normalization would show)."""
+    ``P_y g`` is often nearly zero, and the rounding of its normalization would show).
+    On :math:`S^2`, ``g`` is a uniform point of :math:`S^2` (Archimedes: height and
+    angle uniform), two uniforms instead of three normals: any rotation-invariant ``g``
+    gives the same law."""
+    if y.shape[-1] == 3:
+        u = jr.uniform(key, (2, *y.shape[:-1]), y.dtype)
+        height, angle = 2 * u[0] - 1, 2 * math.pi * u[1]
+        ring = jnp.sqrt((1 - height) * (1 + height))
+        g = jnp.stack([ring * jnp.cos(angle), ring * jnp.sin(angle), height], axis=-1)
+        return retract(project_tangent(y, g))
     if y.shape[-1] == 2:
         sign = jnp.where(jr.bernoulli(key, 0.5, y.shape[:-1]), 1, -1).astype(y.dtype)
         return sign[..., None] * jnp.stack([-y[..., 1], y[..., 0]], axis=-1)
@@ -101,7 +111,7 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
       as :math:`\kappa \to \infty`, to 1 as :math:`\kappa \to 0`).
 
     The rejection runs in rounds, one PRNG key per round: a first round of one
-    candidate per draw, then rounds of :data:`VMF_ROUND` candidates for the draws
+    candidate per draw, then rounds of :data:`VMF_ROUNDS` candidates for the draws
     still rejected (a queue), at most a bounded number of rounds (the chance of
     reaching it is below :math:`10^{-40}`; a draw still rejected then would be NaN).
 
@@ -223,40 +233,52 @@ def _cosine_wood(key, kappa, d, n, dtype):
     """``(w, 1 - w^2)`` of shape (n,), by rejection in rounds (see the public docstring)."""
     key_first, key_rounds = jr.split(key)
     w, sine_sq, accepted = _wood_candidates(jr.uniform(key_first, (3, n), dtype), kappa, d)
-    chunk = min(VMF_ROUND, n)
-    size = n + chunk  # a circular queue of the rejected draws; never more than n in it
-    queue = jnp.nonzero(~accepted, size=size, fill_value=0)[0].astype(jnp.int32)
-    tail = jnp.sum(~accepted, dtype=jnp.int32)
-    lanes = jnp.arange(chunk, dtype=jnp.int32)
-    max_rounds = vmf_max_rounds(n, chunk)
+    # A circular queue of the rejected draws (never more than n in it), built by a
+    # cumulative sum (cheaper than jnp.nonzero), then taken in rounds of decreasing size.
+    chunks = [c for c in VMF_ROUNDS if c < n] or [n]
+    size = n + chunks[0]
+    rejected = ~accepted
+    place = jnp.where(rejected, jnp.cumsum(rejected, dtype=jnp.int32) - 1, size)
+    queue = jnp.zeros(size, jnp.int32).at[place].set(jnp.arange(n, dtype=jnp.int32),
+                                                     mode="drop")
+    state = (w, sine_sq, queue, jnp.int32(0), jnp.sum(rejected, dtype=jnp.int32),
+             jnp.int32(0))
+    max_rounds = vmf_max_rounds(n, chunks[-1])
+    for i, chunk in enumerate(chunks):
+        last = i == len(chunks) - 1
+        lanes = jnp.arange(chunk, dtype=jnp.int32)
 
-    def body(state):
-        w, sine_sq, queue, head, tail, rounds = state
-        live = lanes < tail - head
-        draws = queue[(head + lanes) % size]
-        kap = kappa if kappa.ndim == 0 else kappa[draws]
-        u = jr.uniform(jr.fold_in(key_rounds, rounds), (3, chunk), dtype)
-        cw, cs, ok = _wood_candidates(u, kap, d)
-        target = jnp.where(live & ok, draws, n)  # n: dropped
-        w = w.at[target].set(cw, mode="drop")
-        sine_sq = sine_sq.at[target].set(cs, mode="drop")
-        again = live & ~ok
-        count = jnp.sum(again, dtype=jnp.int32)
-        order = jnp.nonzero(again, size=chunk, fill_value=0)[0]
-        where_to = jnp.where(lanes < count, (tail + lanes) % size, size)
-        queue = queue.at[where_to].set(draws[order], mode="drop")
-        return w, sine_sq, queue, head + jnp.minimum(chunk, tail - head), tail + count, rounds + 1
+        def body(state, chunk=chunk, lanes=lanes):
+            w, sine_sq, queue, head, tail, rounds = state
+            live = lanes < tail - head
+            draws = queue[(head + lanes) % size]
+            kap = kappa if kappa.ndim == 0 else kappa[draws]
+            u = jr.uniform(jr.fold_in(key_rounds, rounds), (3, chunk), dtype)
+            cw, cs, ok = _wood_candidates(u, kap, d)
+            target = jnp.where(live & ok, draws, n)  # n: dropped
+            w = w.at[target].set(cw, mode="drop")
+            sine_sq = sine_sq.at[target].set(cs, mode="drop")
+            again = live & ~ok
+            count = jnp.sum(again, dtype=jnp.int32)
+            order = jnp.nonzero(again, size=chunk, fill_value=0)[0]
+            where_to = jnp.where(lanes < count, (tail + lanes) % size, size)
+            queue = queue.at[where_to].set(draws[order], mode="drop")
+            head = head + jnp.minimum(chunk, tail - head)
+            return w, sine_sq, queue, head, tail + count, rounds + 1
 
-    def cond(state):
-        _, _, _, head, tail, rounds = state
-        return (head < tail) & (rounds < max_rounds)
+        def cond(state, need=1 if last else chunk):
+            _, _, _, head, tail, rounds = state
+            return (tail - head >= need) & (rounds < max_rounds)
 
-    w, sine_sq, queue, head, tail, _ = jax.lax.while_loop(
-        cond, body, (w, sine_sq, queue, jnp.int32(0), tail, jnp.int32(0)))
-    # Draws still queued at the cap (never seen; chance < 1e-40): NaN, not a biased value.
-    left = jnp.arange(size, dtype=jnp.int32)
-    stuck = jnp.where(left < tail - head, queue[(head + left) % size], n)
-    return w.at[stuck].set(jnp.nan, mode="drop"), sine_sq
+        state = jax.lax.while_loop(cond, body, state)
+    w, sine_sq, queue, head, tail, _ = state
+
+    def give_up(w):  # draws still queued at the cap (never seen: chance < 1e-40): NaN
+        left = jnp.arange(size, dtype=jnp.int32)
+        return w.at[jnp.where(left < tail - head, queue[(head + left) % size], n)].set(
+            jnp.nan, mode="drop")
+
+    return jax.lax.cond(head < tail, give_up, lambda w: w, w), sine_sq
 
 
 def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()) -> SpherePoint:

@@ -92,8 +92,9 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
     The cosine :math:`w = \langle x, \mu\rangle` has density
     :math:`\propto e^{\kappa w}(1 - w^2)^{(d-3)/2}` on :math:`[-1, 1]`; then
     :math:`x = w\mu + \sqrt{1 - w^2}\, v` with :math:`v` uniform among the unit tangent
-    vectors at :math:`\mu` (a standard normal vector projected orthogonally to
-    :math:`\mu` and normalized). The cosine is drawn
+    vectors at :math:`\mu` (a rotation-invariant vector projected orthogonally to
+    :math:`\mu` and normalized: standard normal, on :math:`S^2` a uniform point of
+    :math:`S^2`; on the circle a random sign). The cosine is drawn
 
     - on :math:`S^2` (``d = 3``) by inverting its CDF
       :math:`(e^{\kappa(w+1)} - 1)/(e^{2\kappa} - 1)`, no rejection:
@@ -111,17 +112,19 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
       as :math:`\kappa \to \infty`, to 1 as :math:`\kappa \to 0`).
 
     The rejection runs in rounds, one PRNG key per round: a first round of one
-    candidate per draw, then rounds of :data:`VMF_ROUNDS` candidates for the draws
-    still rejected (a queue), at most a bounded number of rounds (the chance of
-    reaching it is below :math:`10^{-40}`; a draw still rejected then would be NaN).
+    candidate per draw, then rounds of 65,536, 8,192 and finally 1,024 candidates for
+    the draws still rejected (a queue), at most a bounded number of rounds (the chance
+    of reaching it is below :math:`10^{-40}`; a draw still rejected then would be NaN).
+    ``tests/benchmarks/bench_samplers.py`` times it against
+    ``scipy.stats.vonmises_fisher``.
 
     Parameters
     ----------
     key
         PRNG key.
     mu
-        Mean direction, shape ``(..., d)``, unit rows (to :data:`MU_TOLERANCE`; each
-        row is normalized); each row its own law.
+        Mean direction, shape ``(..., d)``, unit rows (to within 1e-4; each row is
+        normalized); each row its own law.
     kappa
         Concentration :math:`\kappa \ge 0`, broadcast against ``(*shape,
         *mu.shape[:-1])``: 0 is the uniform law, ``inf`` the point mass at ``mu``.
@@ -270,6 +273,8 @@ def _cosine_wood(key, kappa, d, n, dtype):
             _, _, _, head, tail, rounds = state
             return (tail - head >= need) & (rounds < max_rounds)
 
+        # Bounded by max_rounds, and inf/NaN/negative kappa is accepted at once:
+        # docs/contributing.rst, "Loops that must end".
         state = jax.lax.while_loop(cond, body, state)
     w, sine_sq, queue, head, tail, _ = state
 
@@ -324,7 +329,8 @@ def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()
     key
         PRNG key.
     y0
-        Start, shape ``(..., d)`` (normalized here); every row its own start.
+        Start, shape ``(..., d)``, unit rows (to within 1e-4; each row is normalized,
+        and a farther row raises); every row its own start.
     t
         Time, a concrete number ``> 0`` (the table of :math:`q_m(t)` is built for it).
     shape

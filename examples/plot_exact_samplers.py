@@ -8,7 +8,8 @@ Two laws on :math:`S^{d-1}` can be drawn exactly, without a time step:
   :func:`spheresde.sample_brownian_motion`, through the Wright--Fisher representation of
   its cosine with the start (Mijatović, Mramor and Uribe, 2020);
 - the von Mises--Fisher law :math:`\propto e^{\kappa\langle x, \mu\rangle}`,
-  :func:`spheresde.sample_von_mises_fisher` (Wood, 1994), the stationary law of the
+  :func:`spheresde.sample_von_mises_fisher` (on :math:`S^2` by inverting the CDF of the
+  cosine, in other dimensions by Wood's 1994 rejection in batched rounds), the stationary law of the
   Langevin diffusion :math:`dX = \tfrac{\kappa}{2} P_X\mu\,dt + P_X \circ dW`.
 
 Both serve as references: here the law of a solver at time :math:`t` against the exact

@@ -25,6 +25,21 @@ lineages exactly; below it the law is Griffiths' normal approximation (0.5 s to 
 this time, 3 s at half of it, growing like :math:`t^{-2.5}`)."""
 
 
+MU_TOLERANCE = 1e-4
+r"""Largest :math:`\big||\mu| - 1\big|` that :func:`sample_von_mises_fisher` (``mu``) and
+:func:`sample_brownian_motion` (``y0``) accept, normalizing such rows; a row farther from
+the unit sphere is refused (its length is no concentration: that is ``kappa``)."""
+
+#: Candidates per round of the rejection loop of :func:`sample_von_mises_fisher` after
+#: its first, full round: rounds of the first size while that many draws wait, then of
+#: the next (fewer rounds than small rounds alone, less waste than large ones).
+VMF_ROUNDS = (65536, 8192, 1024)
+
+#: Wood's acceptance probability is above 0.65 for every dimension and concentration
+#: (its infimum, at large kappa, is 0.66 on the circle and grows with d).
+_VMF_MIN_ACCEPTANCE = 0.65
+
+
 def _as_direction(mu, name: str) -> Array:
     mu = jnp.asarray(mu)
     if not jnp.issubdtype(mu.dtype, jnp.floating):
@@ -32,13 +47,40 @@ def _as_direction(mu, name: str) -> Array:
     if mu.ndim < 1 or mu.shape[-1] < 2:
         raise ValueError(f"{name} must have shape (..., d) with d >= 2 (points of S^(d-1)), "
                          f"got shape {mu.shape}")
+    if not isinstance(mu, jax.core.Tracer):
+        values = np.asarray(mu, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+        lengths = np.linalg.norm(values, axis=-1)
+        off = np.abs(lengths - 1)
+        if np.any(off > MU_TOLERANCE):
+            row = np.unravel_index(int(np.argmax(off)), off.shape)
+            raise ValueError(
+                f"{name} must hold unit vectors (|{name}| = 1 to within {MU_TOLERANCE:g}), got "
+                f"|{name}| = {float(lengths[row]):.6g} at index {tuple(int(i) for i in row)}; "
+                f"pass {name} / |{name}| (the concentration of a von Mises-Fisher law is kappa, "
+                f"not the length of mu)")
     return retract(mu)
 
 
 def _tangent_directions(key: PRNGKeyArray, y: SpherePoint) -> SpherePoint:
     """Uniform unit vectors of the tangent spaces at the rows of ``y``: ``P_y g / |P_y g|``
     for a standard normal ``g`` drawn independently of ``y``, so a smooth function of
-    ``y`` (the reparametrization through which gradients in ``y`` flow)."""
+    ``y`` (the reparametrization through which gradients in ``y`` flow). On the circle,
+    ``±(-y_1, y_0)`` with a random sign: the same law, exactly orthogonal to ``y`` (there
+    ``P_y g`` is often nearly zero, and the rounding of its normalization would show).
+    On :math:`S^2`, ``g`` is a uniform point of :math:`S^2` (Archimedes: height and
+    angle uniform), two uniforms instead of three normals: any rotation-invariant ``g``
+    gives the same law."""
+    if y.shape[-1] == 3:
+        u = jr.uniform(key, (2, *y.shape[:-1]), y.dtype)
+        height, angle = 2 * u[0] - 1, 2 * math.pi * u[1]
+        ring = jnp.sqrt((1 - height) * (1 + height))
+        g = jnp.stack([ring * jnp.cos(angle), ring * jnp.sin(angle), height], axis=-1)
+        return retract(project_tangent(y, g))
+    if y.shape[-1] == 2:
+        sign = jnp.where(jr.bernoulli(key, 0.5, y.shape[:-1]), 1, -1).astype(y.dtype)
+        return sign[..., None] * jnp.stack([-y[..., 1], y[..., 0]], axis=-1)
     v = project_tangent(y, jr.normal(key, y.shape, y.dtype))
     return retract(v)
 
@@ -47,73 +89,201 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
                             ) -> SpherePoint:
     r"""Independent von Mises--Fisher points, density :math:`\propto e^{\kappa x^\top\mu}`.
 
-    Wood's algorithm (Wood, 1994, *Simulation of the von Mises Fisher distribution*):
-    the cosine :math:`w = \langle x, \mu\rangle` by rejection from the law of
-    :math:`(1 - (1+b)z)/(1 - (1-b)z)`, :math:`z \sim \mathrm{Beta}(\tfrac{d-1}{2},
-    \tfrac{d-1}{2})`, with :math:`b = (d-1)/(2\kappa + \sqrt{4\kappa^2 + (d-1)^2})`
-    (acceptance rate above 0.66 for every :math:`\kappa` and :math:`d`), then
+    The cosine :math:`w = \langle x, \mu\rangle` has density
+    :math:`\propto e^{\kappa w}(1 - w^2)^{(d-3)/2}` on :math:`[-1, 1]`; then
     :math:`x = w\mu + \sqrt{1 - w^2}\, v` with :math:`v` uniform among the unit tangent
-    vectors at :math:`\mu`. :math:`1 - w^2` is formed from :math:`z` and :math:`1 - z`
-    (two chi-square variates), so that it keeps its relative precision at large
-    :math:`\kappa`. Any dimension :math:`d \ge 2`.
+    vectors at :math:`\mu` (a rotation-invariant vector projected orthogonally to
+    :math:`\mu` and normalized: standard normal, on :math:`S^2` a uniform point of
+    :math:`S^2`; on the circle a random sign). The cosine is drawn
+
+    - on :math:`S^2` (``d = 3``) by inverting its CDF
+      :math:`(e^{\kappa(w+1)} - 1)/(e^{2\kappa} - 1)`, no rejection:
+      :math:`1 - w = -\log(1 + u\,(e^{-2\kappa} - 1))/\kappa`, :math:`u` uniform;
+    - in every other dimension by Wood's (1994) rejection algorithm, in the Möbius form
+      :math:`w = (x_0 + s)/(1 + x_0 s)`, :math:`x_0 = (1-b)/(1+b)`,
+      :math:`b = (d-1)/(2\kappa + \sqrt{4\kappa^2 + (d-1)^2})`, with :math:`(1 + s)/2
+      \sim \mathrm{Beta}(\tfrac{d-1}{2}, \tfrac{d-1}{2})`, accepted when
+      :math:`\kappa(1 - x_0^2)\, s/(1 + x_0 s) - (d-1)\log(1 + x_0 s) \ge \log u`. The
+      symmetric Beta variate is Ulrich's (1984) polar one,
+      :math:`s = \sqrt{1 - u_1^{2/(d-2)}}\cos 2\pi u_2` (:math:`\cos 2\pi u_2` on the
+      circle). :math:`1 - x_0^2`, :math:`1 - w^2` and the test are formed so that
+      they keep their relative precision at large :math:`\kappa`. The acceptance rate
+      is above 0.65 for every :math:`d` and :math:`\kappa` (it tends to 0.66 to 0.71
+      as :math:`\kappa \to \infty`, to 1 as :math:`\kappa \to 0`).
+
+    The rejection runs in rounds, one PRNG key per round: a first round of one
+    candidate per draw, then rounds of 65,536, 8,192 and finally 1,024 candidates for
+    the draws still rejected (a queue), at most a bounded number of rounds (the chance
+    of reaching it is below :math:`10^{-40}`; a draw still rejected then would be NaN).
+    ``tests/benchmarks/bench_samplers.py`` times it against
+    ``scipy.stats.vonmises_fisher``.
 
     Parameters
     ----------
     key
         PRNG key.
     mu
-        Mean direction, shape ``(..., d)`` (normalized here); each row its own law.
+        Mean direction, shape ``(..., d)``, unit rows (to within 1e-4; each row is
+        normalized); each row its own law.
     kappa
-        Concentration :math:`\kappa \ge 0` (0 is the uniform law), broadcast against
-        ``mu.shape[:-1]``.
+        Concentration :math:`\kappa \ge 0`, broadcast against ``(*shape,
+        *mu.shape[:-1])``: 0 is the uniform law, ``inf`` the point mass at ``mu``.
+        NaN or a negative value raises ``ValueError``; inside ``jax.jit`` (where it
+        cannot be checked) such a draw is NaN. A non-unit, non-finite or wrongly
+        shaped ``mu`` raises too (unchecked under ``jit``, where a zero row gives NaN).
     shape
         Leading shape of the independent draws.
 
     Returns
     -------
-    Array of shape ``(*shape, *mu.shape)``. Differentiable in ``mu`` (the cosine and the
-    tangent direction do not depend on it), not in ``kappa`` (the rejection loop).
+    Array of shape ``(*shape, *mu.shape)``, of ``mu``'s dtype (computed in at least
+    float32). Differentiable in ``mu`` (the cosine does not depend on it and the
+    tangent direction smoothly), not in ``kappa``.
     """
     mu = _as_direction(mu, "mu")
-    return _von_mises_fisher(key, mu, jnp.asarray(kappa, mu.dtype), tuple(shape))
+    shape = tuple(int(s) for s in shape)
+    batch = (*shape, *mu.shape[:-1])
+    kappa = jnp.asarray(kappa)
+    if not (jnp.issubdtype(kappa.dtype, jnp.floating) or jnp.issubdtype(kappa.dtype, jnp.integer)):
+        raise TypeError(f"kappa must be a real number or array, got dtype {kappa.dtype}")
+    try:
+        broadcast = np.broadcast_shapes(kappa.shape, batch)
+    except ValueError:
+        broadcast = None
+    if broadcast != batch:
+        raise ValueError(f"kappa of shape {kappa.shape} does not broadcast against the draws' "
+                         f"shape (*shape, *mu.shape[:-1]) = {batch}")
+    if not isinstance(kappa, jax.core.Tracer):
+        values = np.asarray(kappa, dtype=np.float64)
+        if np.any(np.isnan(values)) or np.any(values < 0):
+            bad = "NaN" if np.any(np.isnan(values)) else f"{float(np.min(values)):g}"
+            raise ValueError(f"kappa must be >= 0 (0: the uniform law, inf: the point mass at "
+                             f"mu), got {bad}")
+    dtype = mu.dtype
+    work = jnp.promote_types(dtype, jnp.float32)
+    return _von_mises_fisher(key, mu.astype(work), kappa.astype(work), shape).astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnums=3)
 def _von_mises_fisher(key, mu, kappa, shape):
     d = mu.shape[-1]
     out_shape = (*shape, *mu.shape)
-    kappa = jnp.broadcast_to(kappa, out_shape[:-1])
+    batch = out_shape[:-1]
     key_w, key_v = jr.split(key)
-
-    def cosine(key, kappa):
-        b = (d - 1) / (2 * kappa + jnp.sqrt(4 * kappa**2 + (d - 1) ** 2))
-        x0 = (1 - b) / (1 + b)
-        c = kappa * x0 + (d - 1) * jnp.log1p(-x0**2)
-
-        def draw(state):
-            key, _, _, _ = state
-            key, k1, k2 = jr.split(key, 3)
-            # Beta((d-1)/2, (d-1)/2) as a ratio of two chi-square(d-1) variates, sums of
-            # squared normals (cheaper to compile and run than gamma variates).
-            g = jr.normal(k1, (2, d - 1), mu.dtype)
-            g1, g2 = jnp.sum(g[0] ** 2), jnp.sum(g[1] ** 2)
-            z, one_minus_z = g1 / (g1 + g2), g2 / (g1 + g2)
-            den = 1 - (1 - b) * z
-            w = (1 - (1 + b) * z) / den
-            sine_sq = 4 * b * z * one_minus_z / den**2
-            accept = kappa * w + (d - 1) * jnp.log1p(-x0 * w) - c >= jnp.log(
-                jr.uniform(k2, dtype=mu.dtype))
-            return key, w, sine_sq, accept
-
-        init = (key, jnp.zeros((), mu.dtype), jnp.zeros((), mu.dtype), jnp.array(False))
-        _, w, sine_sq, _ = jax.lax.while_loop(lambda s: ~s[3], draw, init)
-        return w, sine_sq
-
-    keys = jr.split(key_w, math.prod(out_shape[:-1]))
-    w, sine_sq = jax.vmap(cosine)(keys, kappa.reshape(-1))
-    w, sine_sq = w.reshape(out_shape[:-1]), sine_sq.reshape(out_shape[:-1])
+    if d == 3:
+        w, sine_sq = _cosine_s2(key_w, jnp.broadcast_to(kappa, batch))
+    else:
+        flat = kappa if kappa.ndim == 0 else jnp.broadcast_to(kappa, batch).reshape(-1)
+        w, sine_sq = _cosine_wood(key_w, flat, d, math.prod(batch), mu.dtype)
+        w, sine_sq = w.reshape(batch), sine_sq.reshape(batch)
+    # Negative kappa (only reachable under jit): NaN, as NaN kappa gives by itself.
+    w = jnp.where(kappa >= 0, w, jnp.nan)
     mu = jnp.broadcast_to(mu, out_shape)
     return w[..., None] * mu + jnp.sqrt(sine_sq)[..., None] * _tangent_directions(key_v, mu)
+
+
+def _cosine_s2(key, kappa):
+    r"""``(w, 1 - w^2)`` on :math:`S^2` by inversion: ``1 - w`` without cancellation, exact
+    at ``kappa = 0`` (uniform) and ``kappa = inf`` (``w = 1``)."""
+    u = jr.uniform(key, kappa.shape, kappa.dtype)
+    positive = kappa > 0
+    safe = jnp.where(positive, kappa, 1)
+    one_minus_w = jnp.where(positive, -jnp.log1p(u * jnp.expm1(-2 * safe)) / safe, 2 * u)
+    return 1 - one_minus_w, one_minus_w * (2 - one_minus_w)
+
+
+def _wood_candidates(u, kappa, d):
+    """Wood's candidates from uniforms ``u`` of shape (3, m): ``(w, 1 - w^2, accepted)``.
+    ``kappa`` of shape () or (m,); inf, NaN or negative values are accepted at once."""
+    u_radius, u_angle, u_accept = u
+    angle = 2 * math.pi * u_angle
+    cos, sin = jnp.cos(angle), jnp.sin(angle)
+    if d == 2:  # Beta(1/2, 1/2): s = cos(2 pi u)
+        s, one_minus_s2 = cos, sin**2
+    else:
+        log_q = (2 / (d - 2)) * jnp.log(u_radius)
+        radius_sq = -jnp.expm1(log_q)
+        s, one_minus_s2 = jnp.sqrt(radius_sq) * cos, jnp.exp(log_q) + radius_sq * sin**2
+    b = (d - 1) / (2 * kappa + jnp.sqrt(4 * kappa**2 + (d - 1) ** 2))
+    kappa_b = (d - 1) / (2 + jnp.sqrt(4 + ((d - 1) / kappa) ** 2))  # finite at kappa = inf
+    x0, one_minus_x0 = (1 - b) / (1 + b), 2 * b / (1 + b)
+    one_minus_x0_sq, kappa_one_minus_x0_sq = 4 * b / (1 + b) ** 2, 4 * kappa_b / (1 + b) ** 2
+    # 1 + x0 s, also where x0 -> 1 and s -> -1: (1 + s) - (1 - x0) s, both terms >= 0.
+    one_plus_s = jnp.where(s < 0, one_minus_s2 / (1 - s), 1 + s)
+    den = jnp.where(s < 0, one_plus_s - one_minus_x0 * s, 1 + x0 * s)
+    log_accept = kappa_one_minus_x0_sq * s / den - (d - 1) * jnp.log(den)
+    point_mass = ~(kappa < jnp.inf)  # inf, and NaN (NaN from here on)
+    accepted = (log_accept >= jnp.log(u_accept)) | point_mass | (kappa < 0)
+    w = jnp.where(point_mass, jnp.where(kappa > 0, 1, kappa), (x0 + s) / den)
+    sine_sq = jnp.where(point_mass, 0, one_minus_x0_sq * one_minus_s2 / den**2)
+    return w, sine_sq, accepted
+
+
+def vmf_max_rounds(n: int, chunk: int) -> int:
+    r"""The cap on the rounds after the first of :func:`sample_von_mises_fisher`'s
+    rejection loop, for ``n`` draws in rounds of ``chunk``: each round either takes
+    ``chunk`` queued draws or every queued draw, so with acceptance :math:`p \ge 0.65`
+    the rounds of the second kind number at most the largest count of tries of a draw
+    (:math:`P(> 128) \le n\, 0.35^{128} < 10^{-50}` for :math:`n < 10^8`) and those of
+    the first kind at most the total rejections over ``chunk`` (mean
+    :math:`n(1-p)/p \le 0.54 n`; four times that for :math:`n \ge 10^3`: a Chernoff
+    deviation below :math:`10^{-40}`, and below :math:`10^3` draws the 128 rounds take
+    every rejection up to 128 tries each)."""
+    return 128 + math.ceil(4 * n * (1 - _VMF_MIN_ACCEPTANCE) / _VMF_MIN_ACCEPTANCE / chunk)
+
+
+def _cosine_wood(key, kappa, d, n, dtype):
+    """``(w, 1 - w^2)`` of shape (n,), by rejection in rounds (see the public docstring)."""
+    key_first, key_rounds = jr.split(key)
+    w, sine_sq, accepted = _wood_candidates(jr.uniform(key_first, (3, n), dtype), kappa, d)
+    # A circular queue of the rejected draws (never more than n in it), built by a
+    # cumulative sum (cheaper than jnp.nonzero), then taken in rounds of decreasing size.
+    chunks = [c for c in VMF_ROUNDS if c < n] or [n]
+    size = n + chunks[0]
+    rejected = ~accepted
+    place = jnp.where(rejected, jnp.cumsum(rejected, dtype=jnp.int32) - 1, size)
+    queue = jnp.zeros(size, jnp.int32).at[place].set(jnp.arange(n, dtype=jnp.int32),
+                                                     mode="drop")
+    state = (w, sine_sq, queue, jnp.int32(0), jnp.sum(rejected, dtype=jnp.int32),
+             jnp.int32(0))
+    max_rounds = vmf_max_rounds(n, chunks[-1])
+    for i, chunk in enumerate(chunks):
+        last = i == len(chunks) - 1
+        lanes = jnp.arange(chunk, dtype=jnp.int32)
+
+        def body(state, chunk=chunk, lanes=lanes):
+            w, sine_sq, queue, head, tail, rounds = state
+            live = lanes < tail - head
+            draws = queue[(head + lanes) % size]
+            kap = kappa if kappa.ndim == 0 else kappa[draws]
+            u = jr.uniform(jr.fold_in(key_rounds, rounds), (3, chunk), dtype)
+            cw, cs, ok = _wood_candidates(u, kap, d)
+            target = jnp.where(live & ok, draws, n)  # n: dropped
+            w = w.at[target].set(cw, mode="drop")
+            sine_sq = sine_sq.at[target].set(cs, mode="drop")
+            again = live & ~ok
+            count = jnp.sum(again, dtype=jnp.int32)
+            order = jnp.nonzero(again, size=chunk, fill_value=0)[0]
+            where_to = jnp.where(lanes < count, (tail + lanes) % size, size)
+            queue = queue.at[where_to].set(draws[order], mode="drop")
+            head = head + jnp.minimum(chunk, tail - head)
+            return w, sine_sq, queue, head, tail + count, rounds + 1
+
+        def cond(state, need=1 if last else chunk):
+            _, _, _, head, tail, rounds = state
+            return (tail - head >= need) & (rounds < max_rounds)
+
+        # Bounded by max_rounds, and inf/NaN/negative kappa is accepted at once:
+        # docs/contributing.rst, "Loops that must end".
+        state = jax.lax.while_loop(cond, body, state)
+    w, sine_sq, queue, head, tail, _ = state
+
+    def give_up(w):  # draws still queued at the cap (never seen: chance < 1e-40): NaN
+        left = jnp.arange(size, dtype=jnp.int32)
+        return w.at[jnp.where(left < tail - head, queue[(head + left) % size], n)].set(
+            jnp.nan, mode="drop")
+
+    return jax.lax.cond(head < tail, give_up, lambda w: w, w), sine_sq
 
 
 def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()) -> SpherePoint:
@@ -159,7 +329,8 @@ def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()
     key
         PRNG key.
     y0
-        Start, shape ``(..., d)`` (normalized here); every row its own start.
+        Start, shape ``(..., d)``, unit rows (to within 1e-4; each row is normalized,
+        and a farther row raises); every row its own start.
     t
         Time, a concrete number ``> 0`` (the table of :math:`q_m(t)` is built for it).
     shape

@@ -805,17 +805,13 @@ def _check_tangent(sde, starts, t, args, *, batch, probes=4):
     have a normal part: it is fixed by the diffusion, and the Ito schemes use only the
     tangent part.)"""
     dtype = starts.dtype
-    dw = jr.normal(jr.key(0), sde.noise_shape, dtype)
-    elsewhere = retract(jr.normal(jr.key(1), (probes, *starts.shape[1:]), dtype))
-    points = jnp.concatenate([starts, elsewhere])
-
-    def fields(y):
-        out = {"diffusion": sde.diffusion(t, y, args, dw)}
-        if sde.convention == "stratonovich":
-            out["drift"] = sde.drift(t, y, args)
-        return out
-
-    values = jax.vmap(fields)(points)
+    # fixed draws from NumPy: no random-number kernel to compile into the probe
+    rng = np.random.default_rng(0)
+    dw = rng.normal(size=sde.noise_shape).astype(dtype)
+    elsewhere = rng.normal(size=(probes, *starts.shape[1:]))
+    elsewhere = (elsewhere / np.linalg.norm(elsewhere, axis=-1, keepdims=True)).astype(dtype)
+    points = jnp.concatenate([starts, jnp.asarray(elsewhere)])
+    values = _tangent_probe(sde, points, t, args, jnp.asarray(dw))
     points = np.asarray(points)
     for name, formula in (("drift", "f(y)"), ("diffusion", "g(y) dw")):
         if name not in values:
@@ -846,6 +842,27 @@ def _check_tangent(sde, starts, t, args, *, batch, probes=4):
         )
 
 
+@eqx.filter_jit  # one compilation, not one per operation of an eager vmap
+def _tangent_probe(sde, points, t, args, dw):
+    def fields(y):
+        out = {"diffusion": sde.diffusion(t, y, args, dw)}
+        if sde.convention == "stratonovich":
+            out["drift"] = sde.drift(t, y, args)
+        return out
+
+    return jax.vmap(fields)(points)
+
+
+@eqx.filter_jit
+def _noise_probe(sde, y, t, args, u, signs):
+    """``G G^T (s u)`` for each row ``s`` of ``signs`` (see :func:`_check_own_noise`)."""
+    def g(dw):
+        return sde.diffusion(t, y, args, dw)
+
+    _, pullback = jax.vjp(g, jnp.zeros(sde.noise_shape, y.dtype))
+    return jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+
+
 def _check_own_noise(sde, y, t, args, *, batch):
     r"""Refuse a state of several rows whose diffusion drives the rows with shared noise,
     unless the SDE says so (``shared_noise=True``).
@@ -858,20 +875,11 @@ def _check_own_noise(sde, y, t, args, *, batch):
     two rows differ in some bit), so ``1 + log2(n)`` products with :math:`G^\top` (one
     ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide."""
     n = y.shape[0]
-    zero = jnp.zeros(sde.noise_shape, y.dtype)
-
-    def g(dw):
-        return sde.diffusion(t, y, args, dw)
-
-    _, pullback = jax.vjp(g, zero)
-    u = jr.normal(jr.key(2), y.shape, y.dtype)
+    u = np.random.default_rng(2).normal(size=y.shape).astype(y.dtype)
     bits = max(1, math.ceil(math.log2(n)))
-    rows = jnp.arange(n)
-    signs = jnp.concatenate([jnp.ones((1, n), y.dtype),
-                             (1 - 2 * ((rows[None] >> jnp.arange(bits)[:, None]) & 1)).astype(
-                                 y.dtype)])
-    cov = np.asarray(jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs))
-    signs = np.asarray(signs)
+    flips = (np.arange(n)[None] >> np.arange(bits)[:, None]) & 1
+    signs = np.concatenate([np.ones((1, n)), 1 - 2 * flips]).astype(y.dtype)
+    cov = np.asarray(_noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs)))
     gap = np.abs(cov[1:] - signs[1:, :, None] * cov[0])
     scale = float(np.max(np.abs(cov))) if cov.size else 0.0
     if not np.all(np.isfinite(gap)) or float(np.max(gap)) <= 1000 * np.finfo(y.dtype).eps * scale:

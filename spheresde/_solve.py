@@ -253,9 +253,10 @@ def solve_batch(
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
     start to give every path the same one). Every path has its own Brownian path; within
     a path of ``n`` rows, noise shared by the rows must be declared as in :func:`solve`
-    (``SphereSDE(..., shared_noise=True)``). The result has the dtype of ``y0``. ``ys`` of the returned ``Solution`` gains
-    a leading ``paths`` axis; ``ts``, the same for every path, does not (except with
-    ``SaveAt(steps=True)`` and adaptive steps, where each path has its own steps).
+    (``SphereSDE(..., shared_noise=True)``). The result has the dtype of ``y0``.
+    ``ys`` of the returned ``Solution`` gains a leading ``paths`` axis; ``ts``, the same
+    for every path, does not (except with ``SaveAt(steps=True)`` and adaptive steps,
+    where each path has its own steps).
     Dense output (``SaveAt(dense=True)``, stacked form) evaluates all paths at once:
     ``sol.evaluate(t)`` has shape ``(paths, *y0.shape[1:])``. Other arguments as in
     :func:`solve`.

@@ -20,6 +20,28 @@ it is not a test::
 
 ``--no-x64`` runs with ``jax_enable_x64`` off (float32 only), for comparing with code
 that computed a float32 ``y0`` in float64 when x64 was on.
+
+Also timed: (scan-T) the scan with the coordinates first, ``(3, paths)``; (vmap)
+``jax.vmap`` of ``spheresde.solve`` over keys; (normals) the same normals drawn and
+summed, no step: a lower bound.
+
+The development machine (2 cores shared with other jobs, load 5 to 8, float64 and
+float32, 2026-12-02 14:05 UTC); best of 5 wall seconds::
+
+    float64 scan 4.31  scan-T 5.10  solve 3.06  vmap 8.16  weak 0.34  normals 2.35
+            solve/scan = 0.71, vmap/scan = 1.89, normals/scan = 0.55
+    float32 scan 0.91  scan-T 2.31  solve 0.73  vmap 2.09  weak 0.22  normals 0.47
+            solve/scan = 0.81, vmap/scan = 2.29, normals/scan = 0.52
+
+Four other runs that day gave solve/scan 0.78 to 0.94 (float64) and 0.66 to 0.72
+(float32). The default solver's time is mostly the normals' (solve/normals 1.0 to 1.6);
+the Diffrax loop (``StepTo``, ``SaveAt(t1=True)``, ``ForwardMode``) costs no more than
+a plain ``diffeqsolve`` with ``ConstantStepSize``. ``jax.vmap`` of ``solve`` is 2 to 3
+times slower because every path hashes its own key three times a step (Diffrax's
+``UnsafeBrownianPath`` folds in both times and splits) for three normals, where the
+stacked solve hashes three times a step for all paths; that is the price of draws
+reproducible path by path. (Before the dtype fix, a float32 ``y0`` with x64 on was
+solved in float64: the "float32" solve row then timed a float64 state.)
 """
 
 from __future__ import annotations

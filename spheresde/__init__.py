@@ -65,6 +65,7 @@ from ._samplers import sample_brownian_motion as sample_brownian_motion
 from ._samplers import sample_von_mises_fisher as sample_von_mises_fisher
 from ._sde import SphereSDE as SphereSDE
 from ._solve import OffSphereWarning as OffSphereWarning
+from ._solve import PrecisionWarning as PrecisionWarning
 from ._solve import default_solver as default_solver
 from ._solve import solve as solve
 from ._solve import solve_batch as solve_batch

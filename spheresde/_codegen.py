@@ -145,7 +145,7 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
             rows.append(row)
         return jnp.stack(rows)
 
-    return SphereSDE(drift, diffusion, (total,), "ito")
+    return SphereSDE(drift, diffusion, (total,), "ito", shared_noise=True)
 
 
 __all__ = ["to_sphere_sde"]

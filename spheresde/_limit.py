@@ -83,7 +83,7 @@ def transformer_sde(
         w = attention_weights(y, beta, Q, K)
         return eps * project_tangent(y, noise_on_attention(y, w, dw, noise))
 
-    return SphereSDE(drift, diffusion, shape, "ito")
+    return SphereSDE(drift, diffusion, shape, "ito", shared_noise=True)
 
 
 __all__ = ["transformer_sde"]

@@ -43,12 +43,21 @@ class SphereSDE(eqx.Module):
         Shape of the Brownian increment ``dw``, for example ``(d,)`` or ``(d, d)``.
     convention
         ``"ito"`` or ``"stratonovich"``.
+    shared_noise
+        For a state of several rows ``(n, d)``: ``True`` declares that the rows are
+        driven by noise they share (in whole or in part), as the Transformer's tokens
+        are by one matrix Brownian motion (:func:`transformer_sde` sets it). Left
+        ``False``, :func:`solve` checks that the rows have noise of their own (the
+        increments of two rows uncorrelated) and refuses a diffusion that couples them,
+        saying how to get independent paths (:func:`solve_batch`) or to declare the
+        shared noise. A state of one row is never checked.
     """
 
     drift: Callable[..., Array]
     diffusion: Callable[..., Array]
     noise_shape: tuple[int, ...] = eqx.field(static=True)
     convention: Convention = eqx.field(static=True, default="ito")
+    shared_noise: bool = eqx.field(static=True, default=False, kw_only=True)
 
     def __check_init__(self):
         if self.convention not in _CONVENTIONS:
@@ -61,6 +70,8 @@ class SphereSDE(eqx.Module):
         shape = self.noise_shape
         if not (isinstance(shape, tuple) and all(isinstance(s, int) and s > 0 for s in shape)):
             raise ValueError(f"noise_shape must be a tuple of positive ints, got {shape!r}")
+        if not isinstance(self.shared_noise, bool):
+            raise TypeError(f"shared_noise must be True or False, got {self.shared_noise!r}")
 
     def to_stratonovich(self) -> SphereSDE:
         r"""The same SDE in Stratonovich form (``self`` if it is one already).
@@ -79,7 +90,8 @@ class SphereSDE(eqx.Module):
         if self.convention == "stratonovich":
             return self
         drift = _ConvertedDrift(self.drift, self.diffusion, self.noise_shape, -1.0)
-        return SphereSDE(drift, self.diffusion, self.noise_shape, "stratonovich")
+        return SphereSDE(drift, self.diffusion, self.noise_shape, "stratonovich",
+                         shared_noise=self.shared_noise)
 
     def to_ito(self) -> SphereSDE:
         r"""The same SDE in Ito form (``self`` if it is one already).
@@ -93,7 +105,8 @@ class SphereSDE(eqx.Module):
         if self.convention == "ito":
             return self
         drift = _ConvertedDrift(self.drift, self.diffusion, self.noise_shape, 1.0)
-        return SphereSDE(drift, self.diffusion, self.noise_shape, "ito")
+        return SphereSDE(drift, self.diffusion, self.noise_shape, "ito",
+                         shared_noise=self.shared_noise)
 
     def terms(self, brownian: diffrax.AbstractPath) -> diffrax.MultiTerm:
         """Diffrax terms ``(drift dt, diffusion dW)`` driven by the path ``brownian``."""

@@ -121,9 +121,19 @@ def solve(
     sde
         The :class:`SphereSDE`, Ito or Stratonovich.
     y0
-        Start, shape ``(d,)`` or ``(n, d)`` with ``d >= 2``. Rows are normalized; a row
-        farther than ``1000 eps`` from the unit sphere raises an :class:`OffSphereWarning`
-        first. NaN or a zero row is an error.
+        Start, shape ``(d,)`` or ``(n, d)`` with ``d >= 2``: ONE sample path, of a point
+        or of ``n`` points (a point of the product of spheres). Rows are normalized; a
+        row farther than ``1000 eps`` from the unit sphere raises an
+        :class:`OffSphereWarning` first. NaN or a zero row is an error. The result has
+        the dtype of ``y0`` and the solve computes in it (float32 or float64; integers
+        take JAX's default float); float16 and bfloat16 are refused (cast to float32),
+        and a float64 array while ``jax_enable_x64`` is off runs in float32 with a
+        :class:`PrecisionWarning`. **Rows and noise**: when the diffusion drives the
+        ``n`` rows with noise they share (``noise_shape=(d,)`` and ``project_tangent(y,
+        dw)``: every row gets the same increment), ``solve`` refuses unless the SDE
+        says so, ``SphereSDE(..., shared_noise=True)`` (the Transformer's tokens,
+        :func:`transformer_sde`); ``n`` independent paths are :func:`solve_batch` with
+        one row per path (docs: theory, schemes, "Independent paths or shared noise").
     t0, t1, dt
         Concrete numbers (they fix the grid) with ``t1 > t0`` and ``dt > 0``.
     key
@@ -189,16 +199,28 @@ def solve(
     ``jax.jit`` the check becomes Diffrax's runtime error. ``throw=False`` returns the
     solution up to the failure; its ``result`` says what happened.
 
+    **Checks** on concrete inputs: the shapes of drift and diffusion, their tangency (a
+    Stratonovich drift and any diffusion) at every start and at a few random points of
+    the sphere, and for a state of several rows whether they share noise (above).
+
     Examples
     --------
-    Many paths: :func:`solve_batch` (one solve of the stacked paths, faster), or
-    ``jax.vmap`` over keys and starts (checks on values are then skipped).
+    Many paths: :func:`solve_batch` (one solve of the stacked paths, as fast as drawing
+    their normals), or ``jax.vmap`` over keys and starts (2 to 3 times slower on a CPU,
+    reproducible path by path; checks on values are then skipped).
+    One state of 8 tokens under the Transformer's common noise, and 2,000 independent
+    Brownian paths on :math:`S^2`::
+
+        tokens = solve(transformer_sde(1.0, d=3), sample_uniform(key, (8,), 3), 0.0,
+                       5.0, 0.01, key=key)
+        paths = solve_batch(brownian_motion, sample_uniform(key, (2000,), 3), 0.0, 1.0,
+                            0.01, key=key)
     """
     reverse = _under_grad((sde, y0, args))
     sde, converted = _convert_for_controller(sde, solver, stepsize_controller)
-    solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
-                                      stepsize_controller, reverse, saveat,
-                                      diffeqsolve_kwargs, batch=False)
+    solver, y0, ts, brownian, saveat = _check(
+        sde, y0, t0, t1, dt, solver, brownian, key, args, stepsize_controller, reverse, saveat,
+        diffeqsolve_kwargs, batch=False)
     kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
     sol = _solve(sde, solver, y0, ts, key,
                  _path_spec(brownian, brownian_tol, dt, stepsize_controller), saveat, args,
@@ -229,9 +251,12 @@ def solve_batch(
     """Independent sample paths, one per row of ``y0``, compiled once.
 
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
-    start to give every path the same one). ``ys`` of the returned ``Solution`` gains
-    a leading ``paths`` axis; ``ts``, the same for every path, does not (except with
-    ``SaveAt(steps=True)`` and adaptive steps, where each path has its own steps).
+    start to give every path the same one). Every path has its own Brownian path; within
+    a path of ``n`` rows, noise shared by the rows must be declared as in :func:`solve`
+    (``SphereSDE(..., shared_noise=True)``). The result has the dtype of ``y0``.
+    ``ys`` of the returned ``Solution`` gains a leading ``paths`` axis; ``ts``, the same
+    for every path, does not (except with ``SaveAt(steps=True)`` and adaptive steps,
+    where each path has its own steps).
     Dense output (``SaveAt(dense=True)``, stacked form) evaluates all paths at once:
     ``sol.evaluate(t)`` has shape ``(paths, *y0.shape[1:])``. Other arguments as in
     :func:`solve`.
@@ -299,9 +324,9 @@ def solve_batch(
                          "and a saveat without fn or saved solver/controller states")
     reverse = _under_grad((sde, y0, args))
     sde, converted = _convert_for_controller(sde, solver, stepsize_controller)
-    solver, y0, ts, brownian = _check(sde, y0, t0, t1, dt, solver, brownian, key, args,
-                                      stepsize_controller, reverse, saveat,
-                                      diffeqsolve_kwargs, batch=True)
+    solver, y0, ts, brownian, saveat = _check(
+        sde, y0, t0, t1, dt, solver, brownian, key, args, stepsize_controller, reverse, saveat,
+        diffeqsolve_kwargs, batch=True)
     path_spec = _path_spec(brownian, brownian_tol, dt, stepsize_controller)
     kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
     if stacked:
@@ -389,6 +414,7 @@ def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
         jax.vmap(sde.diffusion, in_axes=(None, 0, None, 0)),
         (paths, *sde.noise_shape),
         sde.convention,
+        shared_noise=sde.shared_noise,
     )
 
 
@@ -575,9 +601,10 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse
         # that runs with other dt (a traced first step) share one compilation.
         ts = ts[jnp.array([0, 1, -1])]
     y0 = _check_y0(sde, y0, ts, args, batch=batch)
+    ts, saveat = _in_dtype(ts, saveat, y0.dtype)
     if not isinstance(brownian, str):
         _check_path(brownian, sde, y0.dtype, float(t0), float(t1))
-    return solver, y0, ts, brownian
+    return solver, y0, ts, brownian, saveat
 
 
 def _check_saveat(saveat, t0, t1):
@@ -671,7 +698,59 @@ def _grid(t0, t1, dt) -> Array:
     return jnp.asarray(ts)
 
 
+class PrecisionWarning(UserWarning):
+    """``y0`` asked for a precision that JAX does not compute in here (float64 with
+    ``jax_enable_x64`` off), so the solve runs in float32."""
+
+
+_HALF = ("float16", "bfloat16")
+
+
+def _state_dtype(y0, given):
+    """``y0`` in the dtype the solve computes in, which is the dtype of its result.
+
+    Real floats keep theirs (float32, float64); integers and booleans take JAX's
+    default float. Half precision is refused (a step of size ``dt`` and the
+    normalization would be rounded at 1e-3), complex numbers too. A float64 array
+    given while ``jax_enable_x64`` is off (``jnp.asarray`` made it float32) warns."""
+    if jnp.issubdtype(y0.dtype, jnp.complexfloating):
+        raise ValueError(f"y0 has complex dtype {y0.dtype}; the sphere is real: pass a real "
+                         f"array (float32 or float64)")
+    if y0.dtype.name in _HALF:
+        raise ValueError(
+            f"y0 has dtype {y0.dtype}, which solve does not compute in (half precision "
+            f"rounds a step of dt = 0.01 and the normalization at about 1e-3): cast it to "
+            f"float32, y0.astype(jnp.float32), or float64 with jax_enable_x64 on; the "
+            f"result then has that dtype")
+    if not jnp.issubdtype(y0.dtype, jnp.floating):
+        return y0.astype(jnp.result_type(float))
+    if given is not None and np.dtype(given) == np.float64 and y0.dtype != np.float64:
+        warnings.warn(
+            f"y0 is float64 but jax_enable_x64 is off, so JAX holds it as {y0.dtype} and "
+            f"solve computes and returns {y0.dtype}; turn on "
+            f"jax.config.update('jax_enable_x64', True) for float64, or pass "
+            f"y0.astype(np.float32) to say float32",
+            PrecisionWarning, stacklevel=5)
+    return y0
+
+
+def _in_dtype(ts, saveat, dtype):
+    """The grid and the save times in the state's dtype: Diffrax computes in the widest
+    of the two (it promotes ``y0`` to the time dtype), so float64 times would turn a
+    float32 state into float64."""
+    ts = ts.astype(dtype)
+    if saveat is not None:
+        def sub_ts(saveat):
+            subs = jax.tree.leaves(saveat.subs,
+                                   is_leaf=lambda x: isinstance(x, diffrax.SubSaveAt))
+            return [sub.ts for sub in subs if sub.ts is not None]
+
+        saveat = eqx.tree_at(sub_ts, saveat, replace_fn=lambda t: jnp.asarray(t, dtype))
+    return ts, saveat
+
+
 def _check_y0(sde, y0, ts, args, *, batch):
+    given = getattr(y0, "dtype", None)
     try:
         y0 = jnp.asarray(y0)
     except (TypeError, ValueError) as err:
@@ -681,8 +760,7 @@ def _check_y0(sde, y0, ts, args, *, batch):
             f"S^(d-1)); got a {type(y0).__name__} of arrays of shapes {shapes}: a state on "
             f"spheres of different dimensions is not supported, solve each sphere's SDE "
             f"on its own") from err
-    if not jnp.issubdtype(y0.dtype, jnp.floating):
-        y0 = y0.astype(jnp.result_type(float))
+    y0 = _state_dtype(y0, given)
     lead = 1 if batch else 0
     if y0.ndim - lead not in (1, 2):
         want = "(paths, d) or (paths, n, d)" if batch else "(d,) or (n, d)"
@@ -724,7 +802,10 @@ def _check_y0(sde, y0, ts, args, *, batch):
             )
     y0 = retract(y0)
     if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
-        _check_tangent(sde, y0[0] if batch else y0, ts[0], args)
+        starts = y0 if batch else y0[None]
+        _check_tangent(sde, starts, ts[0], args, batch=batch)
+        if y0.ndim - lead == 2 and y0.shape[-2] > 1 and not sde.shared_noise:
+            _check_own_noise(sde, starts[0], ts[0], args, batch=batch)
     return y0
 
 
@@ -736,26 +817,117 @@ _MUST_BE_TANGENT = {
 }
 
 
-def _check_tangent(sde, y, t, args):
+def _check_tangent(sde, starts, t, args, *, batch, probes=4):
     """Refuse a diffusion (either sense) or a Stratonovich drift with a normal part,
-    probed at ``y`` (the diffusion with a fixed increment). The Stratonovich solvers take
-    both as tangent and would move the state off the sphere, or, with ``Retracted``,
-    turn the normal part into a wrong Ito drift; the Ito schemes drop a normal part of
-    the diffusion each in its own way (GeodesicEuler projects it away, Retracted(Euler)
-    keeps its square in the normal drift), so they converge to different processes and
-    neither is the SDE written. (An Ito drift may have a normal part: it is fixed by the
-    diffusion, and the Ito schemes use only the tangent part.)"""
-    dw = jr.normal(jr.key(0), sde.noise_shape, y.dtype)
-    fields = [("drift", "f(y)", sde.drift(t, y, args))] if sde.convention == "stratonovich" else []
-    fields.append(("diffusion", "g(y) dw", sde.diffusion(t, y, args, dw)))
-    y = np.asarray(y)
-    for name, formula, value in fields:
-        value = np.asarray(value)
-        worst = float(np.max(np.abs(np.sum(y * value, axis=-1))))
-        scale = float(np.max(np.linalg.norm(value, axis=-1)))
-        if worst > 1000 * np.finfo(y.dtype).eps * max(scale, 1.0):
-            raise ValueError(
-                f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = {worst:.3g} at "
-                f"y0 (for |{formula}| up to {scale:.3g}); {_MUST_BE_TANGENT[name]}, e.g. "
-                f"return spheresde.project_tangent(y, ...)"
-            )
+    probed in one ``jax.vmap`` at every start in ``starts`` (shape ``(paths, *state)``)
+    and at ``probes`` points drawn uniformly on the sphere (the fields must be tangent
+    everywhere, not only where the paths start), the diffusion with a fixed increment.
+    The Stratonovich solvers take both as tangent and would move the state off the
+    sphere, or, with ``Retracted``, turn the normal part into a wrong Ito drift; the Ito
+    schemes drop a normal part of the diffusion each in its own way (GeodesicEuler
+    projects it away, Retracted(Euler) keeps its square in the normal drift), so they
+    converge to different processes and neither is the SDE written. (An Ito drift may
+    have a normal part: it is fixed by the diffusion, and the Ito schemes use only the
+    tangent part.)"""
+    dtype = starts.dtype
+    # fixed draws from NumPy: no random-number kernel to compile into the probe
+    rng = np.random.default_rng(0)
+    dw = rng.normal(size=sde.noise_shape).astype(dtype)
+    elsewhere = rng.normal(size=(probes, *starts.shape[1:]))
+    elsewhere = (elsewhere / np.linalg.norm(elsewhere, axis=-1, keepdims=True)).astype(dtype)
+    points = jnp.concatenate([starts, jnp.asarray(elsewhere)])
+    values = _tangent_probe(sde, points, t, args, jnp.asarray(dw))
+    points = np.asarray(points)
+    for name, formula in (("drift", "f(y)"), ("diffusion", "g(y) dw")):
+        if name not in values:
+            continue
+        value = np.asarray(values[name])
+        # |<y_i, v_i>| per row; a field that is not finite somewhere is not judged there
+        normal = np.abs(np.sum(points * value, axis=-1))
+        size = np.linalg.norm(value, axis=-1)
+        tol = 1000 * np.finfo(dtype).eps * np.maximum(size, 1.0)
+        bad = np.isfinite(normal) & (normal > tol)
+        if not bad.any():
+            continue
+        where = np.argwhere(bad)[0]
+        point, row = int(where[0]), tuple(int(i) for i in where[1:])
+        rows = f" row {row[0]}" if row else ""
+        if point >= starts.shape[0]:
+            at = (f"at y = {np.round(points[point], 3).tolist()} on the sphere (not a start: "
+                  f"the field must be tangent at every point of the sphere)")
+        elif batch:
+            at = f"at the start of path {point}{rows}"
+        else:
+            at = f"at y0{rows}"
+        raise ValueError(
+            f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = "
+            f"{float(normal[(point, *row)]):.3g} {at} (for |{formula}| = "
+            f"{float(size[(point, *row)]):.3g} there); {_MUST_BE_TANGENT[name]}, e.g. return "
+            f"spheresde.project_tangent(y, ...)"
+        )
+
+
+@eqx.filter_jit  # one compilation, not one per operation of an eager vmap
+def _tangent_probe(sde, points, t, args, dw):
+    def fields(y):
+        out = {"diffusion": sde.diffusion(t, y, args, dw)}
+        if sde.convention == "stratonovich":
+            out["drift"] = sde.drift(t, y, args)
+        return out
+
+    return jax.vmap(fields)(points)
+
+
+@eqx.filter_jit
+def _noise_probe(sde, y, t, args, u, signs):
+    """``G G^T (s u)`` for each row ``s`` of ``signs`` (see :func:`_check_own_noise`)."""
+    def g(dw):
+        return sde.diffusion(t, y, args, dw)
+
+    _, pullback = jax.vjp(g, jnp.zeros(sde.noise_shape, y.dtype))
+    return jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+
+
+def _check_own_noise(sde, y, t, args, *, batch):
+    r"""Refuse a state of several rows whose diffusion drives the rows with shared noise,
+    unless the SDE says so (``shared_noise=True``).
+
+    With :math:`G` the linear map ``dw -> diffusion(t, y, args, dw)``, the increments of
+    rows :math:`i` and :math:`j` have covariance :math:`G_i G_j^\top dt`: the rows have
+    noise of their own when :math:`\Sigma = G G^\top` is block diagonal. For a random
+    ``u`` and the signs :math:`s^{(b)}_i = (-1)^{\text{bit } b \text{ of } i}`,
+    :math:`\Sigma (s^{(b)} u) = s^{(b)} \Sigma u` for every ``b`` exactly when it is (any
+    two rows differ in some bit), so ``1 + log2(n)`` products with :math:`G^\top` (one
+    ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide."""
+    n = y.shape[0]
+    u = np.random.default_rng(2).normal(size=y.shape).astype(y.dtype)
+    bits = max(1, math.ceil(math.log2(n)))
+    flips = (np.arange(n)[None] >> np.arange(bits)[:, None]) & 1
+    signs = np.concatenate([np.ones((1, n)), 1 - 2 * flips]).astype(y.dtype)
+    try:
+        cov = np.asarray(_noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs)))
+    except Exception:  # a diffusion JAX cannot differentiate (a callback, say):
+        return  # the probe cannot tell; the solve itself only needs the forward map
+    gap = np.abs(cov[1:] - signs[1:, :, None] * cov[0])
+    scale = float(np.max(np.abs(cov))) if cov.size else 0.0
+    if not np.all(np.isfinite(gap)) or float(np.max(gap)) <= 1000 * np.finfo(y.dtype).eps * scale:
+        return
+    d = y.shape[-1]
+    if batch:
+        each, independent = "each path's state", (
+            f"For rows that move independently, give each row its own noise (noise_shape "
+            f"({n}, ...)) or make every row a path, solve_batch with y0 of shape "
+            f"(paths * {n}, {d})")
+    else:
+        each, independent = "y0", (
+            f"For {n} independent paths on S^{d - 1}, use solve_batch(sde, y0, ...) (one "
+            f"path per row of y0; or jax.vmap solve over keys), or give each row its own "
+            f"noise (noise_shape ({n}, ...))")
+    raise ValueError(
+        f"{each} has {n} rows (points on S^{d - 1}) and sde.diffusion drives them with noise "
+        f"they share (noise_shape {sde.noise_shape}; the increments of different rows are "
+        f"correlated), but the SDE does not say so. {independent}; for one state of {n} "
+        f"points under common noise, as the "
+        f"Transformer's tokens (transformer_sde), declare it: "
+        f"SphereSDE(..., shared_noise=True)"
+    )

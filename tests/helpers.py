@@ -23,8 +23,12 @@ SCHEMES = [
 ]
 
 
-def brownian_motion_sde(d: int, convention: str) -> spheresde.SphereSDE:
+def brownian_motion_sde(d: int, convention: str, *, shared_noise: bool = False
+                        ) -> spheresde.SphereSDE:
     r"""Brownian motion on :math:`S^{d-1}` (generator :math:`\tfrac12\Delta`), noise ``(d,)``.
+
+    ``shared_noise=True``: a state of several rows is several points driven by the same
+    ``dW`` (declared, as ``solve`` demands).
 
     Ito: :math:`dX = -\tfrac{d-1}{2} X\,dt + P_X\,dW`; Stratonovich: :math:`dX = P_X \circ dW`.
     """
@@ -37,7 +41,7 @@ def brownian_motion_sde(d: int, convention: str) -> spheresde.SphereSDE:
     else:
         def drift(t, y, args):
             return jnp.zeros_like(y)
-    return spheresde.SphereSDE(drift, diffusion, (d,), convention)
+    return spheresde.SphereSDE(drift, diffusion, (d,), convention, shared_noise=shared_noise)
 
 
 def random_tangent_sde(seed: int, d: int, n: int, m: int, convention: str) -> spheresde.SphereSDE:
@@ -58,7 +62,8 @@ def random_tangent_sde(seed: int, d: int, n: int, m: int, convention: str) -> sp
     def diffusion(t, y, args, dw):
         return project_tangent(y, jnp.einsum("k,kde,...e->...d", dw, C, y) + dw @ c)
 
-    return spheresde.SphereSDE(drift, diffusion, (m,), convention)
+    # rows of a product state (n > 1) share the noise on purpose
+    return spheresde.SphereSDE(drift, diffusion, (m,), convention, shared_noise=True)
 
 
 def _coefficient_drift(t, y, args):
@@ -85,7 +90,8 @@ def coefficient_sde(m: int, convention: str) -> spheresde.SphereSDE:
     shape and not once per draw of the coefficients.
     """
     drift = _coefficient_ito_drift if convention == "ito" else _coefficient_drift
-    return spheresde.SphereSDE(drift, _coefficient_diffusion, (m,), convention)
+    return spheresde.SphereSDE(drift, _coefficient_diffusion, (m,), convention,
+                               shared_noise=True)
 
 
 def random_coefficients(seed: int, d: int, m: int, noise_scale: float = 1.0) -> tuple:

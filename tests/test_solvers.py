@@ -52,7 +52,7 @@ def test_retracted_euler_normalizes_the_euler_step(problem):
 def _strat(sde):
     return spheresde.SphereSDE(
         lambda t, y, a: spheresde.project_tangent(y, sde.drift(t, y, a)),
-        sde.diffusion, sde.noise_shape, "stratonovich")
+        sde.diffusion, sde.noise_shape, "stratonovich", shared_noise=sde.shared_noise)
 
 
 def _rotate_back(x, y, u):
@@ -234,8 +234,8 @@ def test_virtual_brownian_is_a_reusable_path():
 
 def test_retracted_runge_kutta_inner_solver_runs():
     # Heun is a Runge--Kutta solver: Diffrax's ForwardMode needs its scan_kind, which
-    # solve sets through the Retracted wrapper.
-    sde = brownian_motion_sde(4, "stratonovich")
+    # solve sets through the Retracted wrapper. Three points under one dW.
+    sde = brownian_motion_sde(4, "stratonovich", shared_noise=True)
     y0 = spheresde.sample_uniform(jr.key(5), (3,), 4)
     sol = spheresde.solve(sde, y0, 0.0, 1.0, 0.01, key=jr.key(6),
                           solver=spheresde.Retracted(diffrax.Heun()))

@@ -195,8 +195,12 @@ def first_passage(
     where :math:`\Sigma(y)` is the diffusion, ``dw -> sde.diffusion(t, y, args, dw)``, so
     that :math:`\sigma_g^2` is the local variance rate of :math:`g(Y_t)` (for Brownian
     motion on the sphere, :math:`|P_y \nabla g|^2`); one uniform per path and step. The
-    mean exit time then converges like :math:`\Delta t`. The killing time is the end of
-    the step, :math:`t_{n+1}`, for both kinds of exit.
+    mean exit time then converges like :math:`\Delta t`. A corrected path's exit time is
+    the midpoint :math:`t_n + \Delta t/2` of the step in which it was killed (by either
+    test): the survival function is then integrated by the midpoint rule, where the end
+    of the step would add :math:`\Delta t/2` to the mean. A plain path's exit time is the
+    end of the step, :math:`t_{n+1}`, as with ``region.event()`` in
+    :func:`~spheresde.solve_batch`.
 
     Parameters
     ----------
@@ -299,6 +303,7 @@ def _run(sde, region, solver, y0, ts, key, args, correction):
         n, y, alive, times, exits, state = carry
         t_a, t_b = ts[n], ts[n + 1]
         y_new, _, _, state, _ = solver.step(terms, t_a, t_b, y, args, state, False)
+        y_new = y_new.astype(y.dtype)  # float64 times must not promote a float32 state
         g_old, var = measure(y, t_a)
         g_new = jax.vmap(region.level)(y_new)
         crossed = g_new >= 0
@@ -312,7 +317,10 @@ def _run(sde, region, solver, y0, ts, key, args, correction):
             crossed = crossed | (log_u < exponent)
         killed = alive & crossed
         keep = alive & ~killed
-        times = jnp.where(killed, t_b, times)
+        # corrected: the step's midpoint (its end would add dt/2 to the mean, the left
+        # Riemann sum of the survival function); plain: its end, as region.event() gives
+        when = (t_a + t_b) / 2 if correction else t_b
+        times = jnp.where(killed, when, times)
         mask = killed.reshape((paths,) + (1,) * (y.ndim - 1))
         exits = jnp.where(mask, y_new, exits)
         y = jnp.where(keep.reshape(mask.shape), y_new, y)

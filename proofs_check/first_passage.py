@@ -7,7 +7,8 @@ process of ``spheresde.sample_brownian_motion``, the Stratonovich SDE
 for :math:`f(y) = \varphi(\langle y, e\rangle)`,
 
 .. math:: \tfrac12\Delta_{S^{d-1}} f = \mathcal{L}_d\varphi, \qquad
-          \mathcal{L}_d\varphi(z) = \tfrac12\big((1 - z^2)\,\varphi''(z) - (d-1)\,z\,\varphi'(z)\big)
+          \mathcal{L}_d\varphi(z)
+          = \tfrac12\big((1 - z^2)\,\varphi''(z) - (d-1)\,z\,\varphi'(z)\big)
 
 (:func:`height_generator`, derived from the Laplacian of the degree-0 extension
 :math:`\varphi(y_d/|y|)` in explicit coordinates, and from Ito's lemma on the Ito form
@@ -29,10 +30,11 @@ boundary, bounded where :math:`I` reaches a pole. With the integrating factor
   :math:`(1-z^2)^{(d-1)/2}u'(z) = -2\int_0^z (1-s^2)^{(d-3)/2}\,ds`; from the equator
   :math:`\mathbb{E}\tau = -\int_0^h u'` (:func:`band_exit_time_expr`).
 
-For odd :math:`d` (and :math:`d = 2`) SymPy integrates both in closed form; :func:`exit_time_residuals`
-checks the ODE, the boundary values and boundedness on the derived :math:`u(z)`, and the
-closed forms stated in the documentation. The numerics use :func:`mean_exit_time` and
-:func:`band_exit_time`, :func:`sympy.lambdify` of these expressions (nothing retyped).
+For odd :math:`d` (and :math:`d = 2`) SymPy integrates both in closed form;
+:func:`exit_time_residuals` checks the ODE, the boundary values and boundedness on the
+derived :math:`u(z)`, and the closed forms stated in the documentation. The numerics use
+:func:`mean_exit_time` and :func:`band_exit_time`, :func:`sympy.lambdify` of these
+expressions (nothing retyped).
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def ito_generator_residual() -> sp.Expr:
 
 @functools.cache
 def cap_profile(d: int) -> sp.Expr:
-    r""":math:`u(z) = \mathbb{E}_z\tau` for the cap :math:`\{z > c\}`, in :data:`z` and :data:`c`."""
+    r""":math:`u(z) = \mathbb{E}_z\tau` for the cap :math:`\{z > c\}`, in :data:`z`, :data:`c`."""
     _check_d(d)
     flux = 2 * sp.integrate((1 - s**2) ** sp.Rational(d - 3, 2), (s, z, 1))
     slope = sp.simplify(flux / (1 - z**2) ** sp.Rational(d - 1, 2))
@@ -121,7 +123,7 @@ def cap_profile(d: int) -> sp.Expr:
 
 @functools.cache
 def band_profile(d: int) -> sp.Expr:
-    r""":math:`u(z) = \mathbb{E}_z\tau` for the band :math:`\{|z| < h\}`, in :data:`z`, :data:`h`."""
+    r""":math:`u(z) = \mathbb{E}_z\tau` for the band :math:`\{|z| < h\}` (:data:`z`, :data:`h`)."""
     _check_d(d)
     flux = -2 * sp.integrate((1 - s**2) ** sp.Rational(d - 3, 2), (s, 0, z))
     slope = sp.simplify(flux / (1 - z**2) ** sp.Rational(d - 1, 2))
@@ -151,7 +153,7 @@ def cap_exit_time_expr(d: int) -> sp.Expr:
 
 @functools.cache
 def band_exit_time_expr(d: int) -> sp.Expr:
-    r""":math:`\mathbb{E}\tau` from the equator for the band :math:`\{|z| < h\}` on :math:`S^{d-1}`."""
+    r""":math:`\mathbb{E}\tau` from the equator, band :math:`\{|z| < h\}` on :math:`S^{d-1}`."""
     return sp.simplify(band_profile(d).subs(z, 0))
 
 

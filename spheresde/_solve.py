@@ -179,7 +179,8 @@ def solve(
     ``sol.event_mask`` whether it happened, and ``sol.result`` is
     ``RESULTS.event_occurred`` (a success). With fixed steps an event between two grid
     points is seen at the end of the step: first-passage times carry a bias of order
-    :math:`\sqrt{\Delta t}` (gallery: first passage). For many paths,
+    :math:`\sqrt{\Delta t}`; :func:`spheresde.first_passage` removes it with a
+    Brownian-bridge correction (weak order 1; gallery: first passage). For many paths,
     :func:`solve_batch` gives every path its own stopping time.
 
     **Failures.** A step whose new state is not finite (NaN or infinity, for example a

@@ -74,8 +74,10 @@ def test_censored_paths_warn_and_shapes_dtypes():
     cap = spheresde.ExitRegion.cap(e3, math.pi / 2)
     with pytest.warns(UserWarning, match="had not left the region"):
         fp = spheresde.first_passage(sde, cap, e3, 0.05, 0.01, paths=500, key=jr.key(0))
-    assert fp.times.shape == (500,) and fp.times.dtype == jnp.float32
-    assert fp.ys.shape == (500, 3) and fp.ys.dtype == jnp.float32
+    assert fp.times.shape == (500,)
+    assert fp.times.dtype == jnp.float32
+    assert fp.ys.shape == (500, 3)
+    assert fp.ys.dtype == jnp.float32
     assert float(jnp.max(fp.times)) == pytest.approx(0.05)
     assert not bool(jnp.all(fp.exited))
 
@@ -99,10 +101,10 @@ def test_exit_states_and_times(correction):
         assert bool(jnp.all(levels >= 0))
 
 
-# Cap exit times from the pole. 20,000 paths, float32 (fast), 4 standard errors. The
-# corrected estimator's bias measured at dt = 0.01 (10,000 paths) is 0.3 to 1.1 dt in these
-# cases, below one standard error at the dt used; the plain estimator's, of order
-# 0.58 |u'| sqrt(dt), is 10 or more standard errors.
+# Cap exit times from the pole. 10,000 paths, float32, 4 standard errors. The corrected
+# estimator's bias measured at dt = 0.01 (10,000 paths) is 0.3 to 1.1 dt in these cases,
+# below one standard error at the dt used; the plain estimator's, of order
+# 0.58 |u'| sqrt(dt), is 8 to 14 standard errors here (asserted: more than 5).
 CAPS = [  # (d, angle, dt)
     (3, math.pi / 2, 0.005),
     (3, math.pi / 4, 0.0025),
@@ -118,39 +120,39 @@ def test_cap_exit_time_bridge_vs_plain(d, angle, dt):
     sde, pole = _bm(d), _pole(d, jnp.float32)
     cap = spheresde.ExitRegion.cap(pole, angle)
     key = jr.fold_in(jr.key(11), d * 10 + int(angle * 4 / math.pi))
-    bridge = spheresde.first_passage(sde, cap, pole, 30.0, dt, paths=20_000, key=key)
-    plain = spheresde.first_passage(sde, cap, pole, 30.0, dt, paths=20_000, key=key,
+    bridge = spheresde.first_passage(sde, cap, pole, 30.0, dt, paths=10_000, key=key)
+    plain = spheresde.first_passage(sde, cap, pole, 30.0, dt, paths=10_000, key=key,
                                     correction=False)
+    assert bridge.times.dtype == jnp.float32
     assert abs(_z(bridge, exact)) < 4, (float(bridge.mean), exact)
-    assert _z(plain, exact) > 8, (float(plain.mean), exact)
+    assert _z(plain, exact) > 5, (float(plain.mean), exact)
 
 
 @pytest.mark.slow
 def test_cap_exit_time_float64():
-    # S^2, hemisphere, 20,000 paths at dt = 0.005 in float64, 4 standard errors (bias
-    # about 0.3 dt = 0.0015, s.e. 0.007).
-    with jax.experimental.enable_x64():
-        exact = float(mean_exit_time(3, math.pi / 2))
-        pole = _pole(3, jnp.float64)
-        fp = spheresde.first_passage(_bm(3), spheresde.ExitRegion.cap(pole, math.pi / 2), pole,
-                                     30.0, 0.005, paths=20_000, key=jr.key(5))
-        assert fp.times.dtype == jnp.float64
-        assert abs(_z(fp, exact)) < 4, (float(fp.mean), exact)
+    # S^2, hemisphere, 10,000 paths at dt = 0.005 in float64 (the tests run with x64 on),
+    # 4 standard errors (bias about 0.3 dt = 0.0015, s.e. 0.01).
+    exact = float(mean_exit_time(3, math.pi / 2))
+    pole = _pole(3, jnp.float64)
+    fp = spheresde.first_passage(_bm(3), spheresde.ExitRegion.cap(pole, math.pi / 2), pole,
+                                 30.0, 0.005, paths=10_000, key=jr.key(5))
+    assert fp.times.dtype == jnp.float64
+    assert abs(_z(fp, exact)) < 4, (float(fp.mean), exact)
 
 
 @pytest.mark.slow
 def test_band_exit_time_from_the_equator():
-    # S^2, band |z| < 0.5 from the equator: -ln(3/4) = 0.288; 20,000 paths, dt = 0.0025,
-    # float32, 4 standard errors.
+    # S^2, band |z| < 0.5 from the equator: -ln(3/4) = 0.288; 10,000 paths, dt = 0.0025,
+    # float32, 4 standard errors; the plain estimator more than 5 standard errors high.
     e3 = jnp.array([0.0, 0.0, 1.0], jnp.float32)
     start = jnp.array([1.0, 0.0, 0.0], jnp.float32)
     exact = float(band_exit_time(3, 0.5))
     band = spheresde.ExitRegion.band(e3, 0.5)
-    fp = spheresde.first_passage(_bm(3), band, start, 20.0, 0.0025, paths=20_000, key=jr.key(6))
-    plain = spheresde.first_passage(_bm(3), band, start, 20.0, 0.0025, paths=20_000,
+    fp = spheresde.first_passage(_bm(3), band, start, 20.0, 0.0025, paths=10_000, key=jr.key(6))
+    plain = spheresde.first_passage(_bm(3), band, start, 20.0, 0.0025, paths=10_000,
                                     key=jr.key(6), correction=False)
     assert abs(_z(fp, exact)) < 4, (float(fp.mean), exact)
-    assert _z(plain, exact) > 8, (float(plain.mean), exact)
+    assert _z(plain, exact) > 5, (float(plain.mean), exact)
 
 
 @pytest.mark.slow

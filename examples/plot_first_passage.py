@@ -79,8 +79,10 @@ for dt in dts:
 # ---------------------
 # The plain means fall on a line in :math:`\sqrt{\Delta t}` (for a Brownian motion hitting
 # a level the classical constant is :math:`0.5826\,\sigma\sqrt{\Delta t}` in the level,
-# here :math:`|u'(\pi/2)| = 2` times that in time); the corrected ones lie on the closed
-# form within their error bars at every step shown. Richardson extrapolation of the
+# here :math:`|u'(\pi/2)| = 2` times that in time); the corrected ones are within a few
+# hundredths of the closed form at every step shown, their bias of order :math:`\Delta t`
+# (about :math:`\Delta t` itself here) visible only at the largest steps against the error
+# bars of 8,000 paths. Richardson extrapolation of the
 # corrected estimator over :math:`\Delta t = 0.01` and :math:`0.02`
 # (:func:`spheresde.extrapolated_exit_time`) removes what is left of order
 # :math:`\Delta t`.

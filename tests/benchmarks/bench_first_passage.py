@@ -8,7 +8,7 @@ standard errors) and the Richardson extrapolation of the corrected estimator at 
 dt. Column ``s``: seconds for the two runs of that dt.
 
 Run: ``python tests/benchmarks/bench_first_passage.py [--d 3] [--angle 1.5708]
-[--paths 40000] [--dts 0.04,0.02,0.01,0.005] [--x64]``.
+[--paths 40000] [--dts 0.08,0.04,0.02,0.01,0.005] [--x64]``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=3)
     parser.add_argument("--angle", type=float, default=math.pi / 2)
     parser.add_argument("--paths", type=int, default=40_000)
-    parser.add_argument("--dts", default="0.04,0.02,0.01,0.005")
+    parser.add_argument("--dts", default="0.08,0.04,0.02,0.01,0.005")
     parser.add_argument("--t1", type=float, default=30.0)
     parser.add_argument("--x64", action="store_true")
     opts = parser.parse_args()

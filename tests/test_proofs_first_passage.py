@@ -7,7 +7,6 @@ import pytest
 import sympy as sp
 
 from proofs_check import first_passage as fp
-from proofs_check.report import PASS, check_first_passage
 
 
 def test_generator_of_the_height():
@@ -55,10 +54,3 @@ def test_lambdified_values():
 def test_bad_inputs(call, message):
     with pytest.raises(ValueError, match=message):
         call()
-
-
-@pytest.mark.slow
-def test_report_row():
-    row = check_first_passage()
-    assert row.status == PASS, row.failures()
-    assert len(row.residuals) > 30

@@ -82,7 +82,8 @@ def test_censored_paths_warn_and_shapes_dtypes():
     assert not bool(jnp.all(fp.exited))
 
 
-@pytest.mark.parametrize("correction", [False, True])
+# each case compiles the stepping loop (a few seconds): the plain one runs with the slow tests
+@pytest.mark.parametrize("correction", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_exit_states_and_times(correction):
     # 2000 paths from the pole of S^2 until z < cos(pi/8), plain and corrected: a plain
     # exit is outside (g >= 0) at a grid time; a corrected one at a step's midpoint.

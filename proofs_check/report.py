@@ -718,6 +718,28 @@ def check_finite_depth() -> Check:
     )
 
 
+def check_first_passage() -> Check:
+    """Mean exit times of Brownian motion on the sphere from caps and bands, from the generator.
+
+    Returns
+    -------
+    Check
+        Residuals of :func:`proofs_check.first_passage.exit_time_residuals`.
+    """
+    from .first_passage import DIMENSIONS, exit_time_residuals
+
+    return Check.from_residuals(
+        "First passage: mean exit times of Brownian motion on S^(d-1) (generator Delta/2)",
+        "cap from the pole: S^2 -4 ln cos(alpha/2), S^4 -(4/3) ln cos(alpha/2) + "
+        "tan^2(alpha/2)/3, S^1 alpha^2; band |z| < h on S^2 from the equator -ln(1 - h^2)",
+        f"u solves (1/2)((1-z^2) u'' - (d-1) z u') = -1, u = 0 on the boundary, bounded at the "
+        f"pole (d in {DIMENSIONS})",
+        exit_time_residuals(),
+        "generator of z = <Y, e> from the Laplacian of phi(y_d/|y|) (d = 3, 4, 5) and by Ito's "
+        "lemma (d symbolic); integrating factor (1-z^2)^((d-1)/2) (proofs_check.first_passage)",
+    )
+
+
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_theorem1_drift,
     check_theorem1_diffusion,
@@ -737,6 +759,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_heads,
     check_mlp,
     check_finite_depth,
+    check_first_passage,
 )
 
 

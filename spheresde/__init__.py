@@ -28,6 +28,10 @@ from ._datasets import patchify as patchify
 from ._datasets import read_idx as read_idx
 from ._extrapolation import WeakExtrapolation as WeakExtrapolation
 from ._extrapolation import extrapolated_expectation as extrapolated_expectation
+from ._first_passage import ExitRegion as ExitRegion
+from ._first_passage import FirstPassage as FirstPassage
+from ._first_passage import extrapolated_exit_time as extrapolated_exit_time
+from ._first_passage import first_passage as first_passage
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
 from ._geometry import (

@@ -103,10 +103,7 @@ def extrapolated_expectation(
                          "cancels the error C dt of a uniform grid): drop stepsize_controller")
     if solve_kwargs.get("saveat") is not None:
         raise ValueError("extrapolated_expectation takes f of the final state: drop saveat")
-    halves = (float(t1) - float(t0)) / (2 * float(dt))
-    if not (halves >= 1 and abs(halves - round(halves)) <= 1e-9 * halves):
-        raise ValueError(f"(t1 - t0) / (2 dt) must be a positive integer (uniform grids of "
-                         f"steps dt and 2 dt), got {halves:.6g}; pass dt = (t1 - t0) / (2 m)")
+    check_halves(t0, t1, dt)
     if brownian == "virtual":
         keys = (key, key)
         brownian_tol = float(dt) / 8 if brownian_tol is None else brownian_tol
@@ -118,7 +115,22 @@ def extrapolated_expectation(
                           brownian_tol=brownian_tol, args=args, **solve_kwargs)
         return jax.vmap(f)(sol.ys[:, -1])
 
-    fine, coarse = ends(dt, keys[0]), ends(2 * float(dt), keys[1])
+    return richardson(ends(dt, keys[0]), ends(2 * float(dt), keys[1]))
+
+
+def check_halves(t0, t1, dt) -> int:
+    """The number ``m`` of coarse steps, after checking that ``(t1 - t0) / (2 dt)`` is a
+    positive integer (uniform grids of steps ``dt`` and ``2 dt``)."""
+    halves = (float(t1) - float(t0)) / (2 * float(dt))
+    if not (halves >= 1 and abs(halves - round(halves)) <= 1e-9 * halves):
+        raise ValueError(f"(t1 - t0) / (2 dt) must be a positive integer (uniform grids of "
+                         f"steps dt and 2 dt), got {halves:.6g}; pass dt = (t1 - t0) / (2 m)")
+    return round(halves)
+
+
+def richardson(fine: Array, coarse: Array) -> WeakExtrapolation:
+    """:math:`2 f - c` path by path from samples at ``dt`` (``fine``) and ``2 dt``
+    (``coarse``), both of shape ``(paths,)``, with its mean and standard error."""
     samples = 2 * fine - coarse
     return WeakExtrapolation(
         value=jnp.mean(samples),

@@ -189,7 +189,8 @@ def solve(
     ``sol.event_mask`` whether it happened, and ``sol.result`` is
     ``RESULTS.event_occurred`` (a success). With fixed steps an event between two grid
     points is seen at the end of the step: first-passage times carry a bias of order
-    :math:`\sqrt{\Delta t}` (gallery: first passage). For many paths,
+    :math:`\sqrt{\Delta t}`; :func:`spheresde.first_passage` removes it with a
+    Brownian-bridge correction (weak order 1; gallery: first passage). For many paths,
     :func:`solve_batch` gives every path its own stopping time.
 
     **Failures.** A step whose new state is not finite (NaN or infinity, for example a
@@ -426,16 +427,21 @@ def _path_spec(brownian, brownian_tol, dt, controller):
     return brownian
 
 
+def brownian_path(kind: str, shape: jax.ShapeDtypeStruct, key, ts, tol) -> diffrax.AbstractPath:
+    """The Brownian path of ``brownian=kind`` ("unsafe", "weak" or "virtual", tolerance
+    ``tol``) with increments of ``shape`` over the grid ``ts``."""
+    if kind == "unsafe":
+        return diffrax.UnsafeBrownianPath(shape=shape, key=key)
+    if kind == "weak":
+        return WeakBrownianPath(shape, key)
+    return diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
+
+
 def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs):
     if isinstance(path_spec, tuple):
         kind, tol = path_spec
-        shape = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
-        if kind == "unsafe":
-            path = diffrax.UnsafeBrownianPath(shape=shape, key=key)
-        elif kind == "weak":
-            path = WeakBrownianPath(shape, key)
-        else:
-            path = diffrax.VirtualBrownianTree(ts[0], ts[-1], tol=tol, shape=shape, key=key)
+        path = brownian_path(kind, jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype), key, ts,
+                             tol)
     else:
         path = path_spec
     # Forward mode by default (_solve_kwargs): simulation rarely needs reverse-mode

@@ -36,6 +36,7 @@ SLOW_CHECKS = [
     report.check_z_sde,
     report.check_stratonovich,
     report.check_finite_depth,
+    report.check_first_passage,
 ]
 
 

@@ -253,8 +253,8 @@ def first_passage(
     elif y0.ndim not in (2, 3):
         raise ValueError(f"y0 must be a batch of starts (paths, d) or (paths, n, d), or one "
                          f"start with paths=..., got shape {y0.shape}")
-    solver, y0, ts, _ = _check(sde, y0, t0, t1, dt, solver, "unsafe", key, args, None, False,
-                               None, {}, batch=True)
+    solver, y0, ts, _, _ = _check(sde, y0, t0, t1, dt, solver, "unsafe", key, args, None,
+                                  False, None, {}, batch=True)
     inside = np.asarray(jax.vmap(region.level)(y0))
     if inside.shape != (y0.shape[0],):
         raise ValueError(f"region.level must return a scalar for one state of shape "

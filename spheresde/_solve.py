@@ -851,7 +851,10 @@ def _check_tangent(sde, starts, t, args, *, batch, probes=4):
         # |<y_i, v_i>| per row; a field that is not finite somewhere is not judged there
         normal = np.abs(np.sum(points * value, axis=-1))
         size = np.linalg.norm(value, axis=-1)
-        tol = 1000 * np.finfo(dtype).eps * np.maximum(size, 1.0)
+        # rounding scale: the largest row of the same point (as a field computed from
+        # all rows may carry their rounding)
+        scale = size.reshape(size.shape[0], -1).max(axis=1).reshape(-1, *(1,) * (size.ndim - 1))
+        tol = 1000 * np.finfo(dtype).eps * np.maximum(scale, 1.0)
         bad = np.isfinite(normal) & (normal > tol)
         if not bad.any():
             continue

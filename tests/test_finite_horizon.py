@@ -190,3 +190,113 @@ def test_finite_depth_correction_is_grid_converged():
     ratio = (values[0] - values[1]) / (values[1] - values[2])
     assert 3.0 < ratio < 5.5, values
     assert values[2] < -0.1  # the network ends antipodal less often than its limit
+
+
+# --- the exact law of the network at a finite depth (law="exact") -----------------------
+
+
+def _network_layer_mc(rho0, beta, d, layers, n, seed):
+    """One layer of the two-token network with the full d x d matrix V (float64, no
+    rotation reduction): the new inner products of n independent runs from rho0."""
+    rng = np.random.default_rng(seed)
+    x1 = np.zeros(d)
+    x1[0] = 1.0
+    x2 = np.zeros(d)
+    x2[0], x2[1] = rho0, np.sqrt(1 - rho0**2)
+    x = np.stack([x1, x2])
+    logits = beta * x @ x.T
+    w = np.exp(logits - logits.max(axis=1, keepdims=True))
+    a = (w / w.sum(axis=1, keepdims=True)) @ x  # attention vectors A_i
+    v = rng.standard_normal((n, d, d))
+    y = x[None] + np.einsum("nij,kj->nki", v, a) / np.sqrt(layers)
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    return np.einsum("nd,nd->n", y[:, 0], y[:, 1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rho0, d, layers, tol", [(-0.9, 4, 5, 0.05), (0.3, 7, 5, 0.5),
+                                                  (0.95, 10, 20, 0.02)])
+def test_exact_law_of_one_layer_matches_the_full_matrix_network(rho0, d, layers, tol):
+    """One layer (T = 1/L) from rho0: the exact law's three outcome masses against
+    1,000,000 runs of the layer with a full Gaussian V (no rotation reduction, float64),
+    4 standard errors (at most 0.002)."""
+    beta, n = 1.5, 1_000_000
+    rho = _network_layer_mc(rho0, beta, d, layers, n, seed=layers * d)
+    mc = np.array([np.mean(rho < -(1 - tol)), np.mean(rho > 1 - tol)])
+    mc = np.append(mc, 1 - mc.sum())
+    p = two_token.outcome_probabilities(beta, d, horizon=1 / layers, tol=tol, rho0=rho0,
+                                        layers=layers, law="exact")
+    exact = _all(p)
+    se = np.sqrt(np.maximum(mc * (1 - mc), 1 / n) / n)
+    assert np.all(np.abs(exact - mc) < 4 * se), (exact, mc, se)
+
+
+@pytest.mark.slow
+def test_exact_law_matches_the_network_where_the_first_order_law_is_clipped():
+    """d = 9, beta = 1.5, L = 10, T = 50: P + C/L is clipped to 0 (with a warning), the
+    network (40,000 runs, pair coordinates, certified absorption at 1e-6, s.e. about
+    0.0005) ends antipodal about 1% of the time: the exact law within 4 s.e. of it, and the
+    clipped first-order value more than 10 s.e. below it."""
+    from spheresde import PureNoise
+    from spheresde._absorption import absorbing_network
+
+    n = 40_000
+    codes, _ = absorbing_network(jax.random.key(9), beta=1.5, d=9, weights=PureNoise(),
+                                 trajectories=n, layers=10, horizon=50.0, tol=0.01, bound=1e-6)
+    mc = float(np.mean(codes == 1))
+    se = np.sqrt(mc * (1 - mc) / n)
+    exact = float(two_token.outcome_probabilities(1.5, 9, horizon=50.0, layers=10,
+                                                  law="exact").antipodal)
+    with pytest.warns(two_token.FirstOrderWarning, match="law='exact'"):
+        first = float(two_token.outcome_probabilities(1.5, 9, horizon=50.0,
+                                                      layers=10).antipodal)
+    assert abs(exact - mc) < 4 * se, (exact, mc, se)
+    assert mc - first > 10 * se, (first, mc, se)
+
+
+@pytest.mark.slow
+def test_exact_law_tends_to_the_first_order_law_at_large_depth():
+    """d = 4, beta = 1, T = 10, L = 160: C/L is about -1e-3; the exact law is within a
+    tenth of C/L of P + C/L (the remainder is O(1/L^2)) and more than half of C/L from P."""
+    layers = 160
+    p = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0).antipodal)
+    first = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0,
+                                                  layers=layers).antipodal)
+    exact = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0, layers=layers,
+                                                  law="exact").antipodal)
+    correction = first - p
+    assert abs(correction) > 5e-4
+    assert abs(exact - first) < 0.1 * abs(correction), (exact, first, p)
+    assert abs(exact - p) > 0.5 * abs(correction), (exact, first, p)
+
+
+def test_exact_law_is_a_probability_law():
+    # a short horizon, small d and L: the coarsest kernel; masses in [0, 1] summing to 1
+    p = two_token.outcome_probabilities([0.5, 3.0], 3, horizon=1.0, tol=0.1, layers=4,
+                                        law="exact")
+    values = _all(p)
+    assert np.all((values >= 0) & (values <= 1))
+    np.testing.assert_allclose(values.sum(axis=0), 1.0, atol=1e-12)
+
+
+def test_law_inputs_are_checked():
+    with pytest.raises(ValueError, match="law must be one of"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, law="second-order")
+    with pytest.raises(ValueError, match="chain='network'"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, chain="reduced",
+                                        law="exact")
+
+
+@pytest.mark.slow
+def test_first_order_law_warns_where_its_correction_is_not_small():
+    # d = 9, beta = 1.5, L = 10, T = 50: C/L = -0.027 against P = 0.025 (clipped to 0)
+    with pytest.warns(two_token.FirstOrderWarning, match="clipped"):
+        two_token.outcome_probabilities(1.5, 9, horizon=50.0, layers=10)
+
+
+def test_first_order_law_is_quiet_where_its_correction_is_small():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", two_token.FirstOrderWarning)
+        two_token.outcome_probabilities(1.0, 4, horizon=2.0, layers=200)

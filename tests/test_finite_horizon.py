@@ -216,9 +216,8 @@ def _network_mc(rho0, beta, d, layers, steps, n, seed, chunk=100_000):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rho0, d, layers, steps, tol", [(-0.9, 4, 5, 1, 0.05),
-                                                         (0.3, 7, 5, 1, 0.5),
-                                                         (0.9, 10, 20, 4, 0.02)])
+@pytest.mark.parametrize(("rho0", "d", "layers", "steps", "tol"),
+                         [(-0.9, 4, 5, 1, 0.05), (0.3, 7, 5, 1, 0.5), (0.9, 10, 20, 4, 0.02)])
 def test_exact_law_matches_the_full_matrix_network(rho0, d, layers, steps, tol):
     """A few layers (T = steps/L) from rho0: the exact law's three outcome masses against
     1,000,000 runs of the network with a full Gaussian V (no rotation reduction, float64),

@@ -34,14 +34,15 @@ without cancellation; :math:`a_2, \xi_1, \xi_2` standard normal, all five indepe
 for the normals, generalized Gauss--Laguerre for :math:`R_2`, Gauss--Legendre in
 :math:`\log Q` against the density of :math:`Q`: :math:`z'` has a logarithmic singularity
 where :math:`|u| \to 0`, which a Hermite rule in :math:`a_1` misses at small :math:`L`;
-``NODES``, product weights below ``PRUNE`` dropped). The law of :math:`z` lives on a uniform grid of spacing
-:math:`h = z_*/N` whose faces include the thresholds :math:`\pm z_*`; the mass at a node
-moves to the atoms :math:`z'_q`, each spread over its four nearest nodes with the cubic
-Lagrange weights (the forward form of cubic interpolation of the value function: the first
-four moments of every atom kept, so a step errs by :math:`O(h^4)`, not the
-:math:`O(h^2)` added variance of binning). Beyond :math:`|z| = ` ``FAR`` the kernel is
-taken at :math:`\pm` ``FAR`` (it converges like :math:`e^{-2|z|}`); beyond the far
-extent of :mod:`._finite_horizon` (a return there has probability below
+``NODES``, product weights below ``PRUNE`` dropped). The law of :math:`z` lives on a
+uniform grid of spacing :math:`h = z_*/N` whose faces include the thresholds
+:math:`\pm z_*`; the mass at a node moves to the atoms :math:`z'_q`, each spread over
+its four nearest nodes with the cubic Lagrange weights (the forward form of cubic
+interpolation of the value function: the first four moments of every atom are kept, so
+the grid adds no diffusion of order :math:`h^2` per step, as binning would). Beyond
+:math:`|z| =` ``FAR`` the kernel is taken at :math:`\pm` ``FAR`` (it converges like
+:math:`e^{-2|z|}`); beyond the far extent of :mod:`._finite_horizon`
+(a return there has probability below
 :math:`10^{-9}`) the end nodes keep what reaches them. The one-layer operator is a
 sparse matrix, applied :math:`\operatorname{round}(TL)` times
 (:func:`spheresde._network.network_depth`) to the exact cell masses of the uniform start;

@@ -68,7 +68,7 @@ from ._coefficients import rc
 from ._finite_horizon import _far_extent
 
 #: Quadrature nodes of (a2, Q, xi1, xi2, R2).
-NODES = (16, 64, 10, 10, 10)
+NODES = (12, 48, 8, 8, 8)
 #: Product weights below this are dropped (their total is reported by the tests).
 PRUNE = 1e-12
 #: Beyond this |z| the one-layer kernel is taken at +-FAR.

@@ -273,6 +273,7 @@ def test_exact_law_tends_to_the_first_order_law_at_large_depth():
     assert abs(exact - p) > 0.5 * abs(correction), (exact, first, p)
 
 
+@pytest.mark.slow
 def test_exact_law_is_a_probability_law():
     # a short horizon, small d and L: the coarsest kernel; masses in [0, 1] summing to 1
     p = two_token.outcome_probabilities([0.5, 3.0], 3, horizon=1.0, tol=0.1, layers=4,

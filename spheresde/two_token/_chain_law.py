@@ -134,10 +134,8 @@ def one_layer_z(z, variables, beta, drift_step, noise_step):
     delta = uu * w_perp2  # |u|^2 |w|^2 - <u, w>^2
     a, b = np.exp(z) * uu, np.exp(-z) * ww
     dd = np.sqrt((a - b) ** 2 + 4 * delta)  # (A + B)^2 - 4 <u,w>^2 = (A - B)^2 + 4 Delta
-    log4d = np.log(4 * delta)
-    plus = np.where(a >= b, np.log(dd + a - b), log4d - np.log(dd - a + b))
-    minus = np.where(a >= b, log4d - np.log(dd + a - b), np.log(dd - a + b))
-    return (plus - minus) / 2
+    # the larger factor is D + |A - B|, the other 4 Delta over it
+    return np.sign(a - b) * (np.log(dd + np.abs(a - b)) - np.log(4 * delta) / 2)
 
 
 def _cubic(t):

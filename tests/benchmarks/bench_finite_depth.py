@@ -8,7 +8,9 @@
 ``exact``: the network's exact law at depth L (``outcome_probabilities(..., law="exact")``)
 against a Monte Carlo of the network (pair coordinates, certified absorption), with the
 first-order law beside it; the Monte Carlo estimates are cached in ``--cache`` (JSON,
-keyed by d, beta, L, T, N and the key), so a rerun only computes the laws. ``convergence``
+keyed by d, beta, L, T, N and the key), so a rerun only computes the laws; a cached
+estimate with more trajectories than asked is used instead (the 2,000,000-trajectory rows
+of ``--only network`` at T = 10 are in the committed cache). ``convergence``
 (no Monte Carlo): ``L (P_L - P)`` of the exact law against the first-order constant C as L
 grows. The wall time of each exact law is printed.
 
@@ -117,10 +119,13 @@ def exact_table(trajectories: int, horizon: float, layers: tuple[int, ...], cach
     zs = []
     for d, beta in points:
         for L in layers:
-            name = f"d={d} beta={beta:g} L={L} T={horizon:g} N={trajectories} key={1000 * d + L}"
+            stem = f"d={d} beta={beta:g} L={L} T={horizon:g} "
+            cached = [int(k[len(stem) + 2:].split()[0]) for k in store if k.startswith(stem)]
+            n = max([c for c in cached if c >= trajectories], default=trajectories)
+            name = f"{stem}N={n} key={1000 * d + L}"
             if name not in store:
                 store[name] = monte_carlo("network", jax.random.key(1000 * d + L), d, beta, L,
-                                          horizon, trajectories)
+                                          horizon, n)
                 cache.write_text(json.dumps(store, indent=1, sort_keys=True))
             mc = store[name]
             start = time.perf_counter()
@@ -131,13 +136,13 @@ def exact_table(trajectories: int, horizon: float, layers: tuple[int, ...], cach
                 warnings.simplefilter("ignore", two_token.FirstOrderWarning)
                 first = float(two_token.outcome_probabilities(
                     beta, d, horizon=horizon, tol=TOL, layers=L).antipodal)
-            se_mc = float(binomial_stderr(mc, trajectories))
+            se_mc = float(binomial_stderr(mc, n))
 
-            def z(ref, mc=mc, se_mc=se_mc):
-                return (mc - ref) / max(se_mc, float(binomial_stderr(ref, trajectories)))
+            def z(ref, mc=mc, se_mc=se_mc, n=n):
+                return (mc - ref) / max(se_mc, float(binomial_stderr(ref, n)))
 
             zs.append(z(exact))
-            print(f"| {d} | {beta:g} | {L} | {trajectories:,} | {mc:.5f} +- {se_mc:.5f} | "
+            print(f"| {d} | {beta:g} | {L} | {n:,} | {mc:.5f} +- {se_mc:.5f} | "
                   f"{exact:.5f} | {z(exact):+.1f} | {first:.5f} | {z(first):+.1f} | "
                   f"{wall:.1f} |", flush=True)
     print(f"z of the exact law: max |z| {np.max(np.abs(zs)):.1f}, mean {np.mean(zs):+.2f}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,9 +152,17 @@ class PhaseSpec(AbstractMonteCarloSpec):
             finite = two_token.outcome_probabilities(beta, law_d, horizon=self.horizon,
                                                      tol=self.tol, sigma=self.sigma)
             if self.method in CHAIN and self.norm == "rms":  # L_1 is derived for RMS chains
-                network = float(two_token.outcome_probabilities(
-                    beta, d, horizon=self.horizon, tol=self.tol, sigma=self.sigma,
-                    layers=self.layers, chain=CHAIN[self.method]).antipodal)
+                with warnings.catch_warnings(record=True) as caught:
+                    # a sweep logs where P + C/L is not accurate instead of stopping
+                    warnings.simplefilter("always", two_token.FirstOrderWarning)
+                    network = float(two_token.outcome_probabilities(
+                        beta, d, horizon=self.horizon, tol=self.tol, sigma=self.sigma,
+                        layers=self.layers, chain=CHAIN[self.method]).antipodal)
+                for w in caught:
+                    if issubclass(w.category, two_token.FirstOrderWarning):
+                        logging.getLogger(__name__).warning("p_network: %s", w.message)
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return PhaseRow(
             d=d, beta=beta, p_antipodal=float(fractions.antipodal),
             p_single=float(fractions.single), p_undecided=float(fractions.undecided),

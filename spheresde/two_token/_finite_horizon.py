@@ -383,7 +383,9 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         first-order law so that the sweeps that use it keep their speed and their numbers.
     return_error
         Also return the error estimate: the largest over the three outcomes of
-        :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error).
+        :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error); for
+        ``law="exact"`` the same of its two z grids (the quadrature's error is not in it:
+        :mod:`._chain_law`).
 
     Returns
     -------

@@ -190,3 +190,116 @@ def test_finite_depth_correction_is_grid_converged():
     ratio = (values[0] - values[1]) / (values[1] - values[2])
     assert 3.0 < ratio < 5.5, values
     assert values[2] < -0.1  # the network ends antipodal less often than its limit
+
+
+# --- the exact law of the network at a finite depth (law="exact") -----------------------
+
+
+def _network_mc(rho0, beta, d, layers, steps, n, seed, chunk=100_000):
+    """``steps`` layers of the two-token network with the full d x d matrix V (float64, no
+    rotation reduction): the final inner products of n independent runs from rho0."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        x = np.zeros((m, 2, d))
+        x[:, 0, 0], x[:, 1, 0], x[:, 1, 1] = 1.0, rho0, np.sqrt(1 - rho0**2)
+        for _ in range(steps):
+            logits = beta * np.einsum("nid,njd->nij", x, x)
+            w = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            a = np.einsum("nij,njd->nid", w / w.sum(axis=-1, keepdims=True), x)
+            v = rng.standard_normal((m, d, d))
+            y = x + np.einsum("nij,nkj->nki", v, a) / np.sqrt(layers)
+            x = y / np.linalg.norm(y, axis=-1, keepdims=True)
+        out.append(np.einsum("nd,nd->n", x[:, 0], x[:, 1]))
+    return np.concatenate(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("rho0", "d", "layers", "steps", "tol"),
+                         [(-0.9, 4, 5, 1, 0.05), (0.3, 7, 5, 1, 0.5), (0.9, 10, 20, 4, 0.02)])
+def test_exact_law_matches_the_full_matrix_network(rho0, d, layers, steps, tol):
+    """A few layers (T = steps/L) from rho0: the exact law's three outcome masses against
+    1,000,000 runs of the network with a full Gaussian V (no rotation reduction, float64),
+    4 standard errors (at most 0.002). (One layer at L = 20 is narrower than the grid
+    resolves from a point start, hence four layers there.)"""
+    beta, n = 1.5, 1_000_000
+    rho = _network_mc(rho0, beta, d, layers, steps, n, seed=layers * d)
+    mc = np.array([np.mean(rho < -(1 - tol)), np.mean(rho > 1 - tol)])
+    mc = np.append(mc, 1 - mc.sum())
+    p = two_token.outcome_probabilities(beta, d, horizon=steps / layers, tol=tol, rho0=rho0,
+                                        layers=layers, law="exact")
+    exact = _all(p)
+    se = np.sqrt(np.maximum(mc * (1 - mc), 1 / n) / n)
+    assert np.all(np.abs(exact - mc) < 4 * se), (exact, mc, se)
+
+
+@pytest.mark.slow
+def test_exact_law_matches_the_network_where_the_first_order_law_is_clipped():
+    """d = 9, beta = 1.5, L = 10, T = 50: P + C/L is clipped to 0 (the next test), the
+    network (40,000 runs, pair coordinates, certified absorption at 1e-6, s.e. about
+    0.0005) ends antipodal about 1% of the time (more than 10 s.e. above 0): the exact law
+    within 4 s.e. of it."""
+    from spheresde import PureNoise
+    from spheresde._absorption import absorbing_network
+
+    n = 40_000
+    codes, _ = absorbing_network(jax.random.key(9), beta=1.5, d=9, weights=PureNoise(),
+                                 trajectories=n, layers=10, horizon=50.0, tol=0.01, bound=1e-6)
+    mc = float(np.mean(codes == 1))
+    se = np.sqrt(mc * (1 - mc) / n)
+    exact = float(two_token.outcome_probabilities(1.5, 9, horizon=50.0, layers=10,
+                                                  law="exact").antipodal)
+    assert abs(exact - mc) < 4 * se, (exact, mc, se)
+    assert mc > 10 * se, (mc, se)
+
+
+@pytest.mark.slow
+def test_exact_law_tends_to_the_first_order_law_at_large_depth():
+    """d = 4, beta = 1, T = 10, L = 160: C/L is about -1e-3; the exact law is within a
+    tenth of C/L of P + C/L (the remainder is O(1/L^2)) and more than half of C/L from P."""
+    layers = 160
+    p = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0).antipodal)
+    first = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0,
+                                                  layers=layers).antipodal)
+    exact = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0, layers=layers,
+                                                  law="exact").antipodal)
+    correction = first - p
+    assert abs(correction) > 5e-4
+    assert abs(exact - first) < 0.1 * abs(correction), (exact, first, p)
+    assert abs(exact - p) > 0.5 * abs(correction), (exact, first, p)
+
+
+@pytest.mark.slow
+def test_exact_law_is_a_probability_law():
+    # a short horizon, small d and L: the coarsest kernel; masses in [0, 1] summing to 1
+    p = two_token.outcome_probabilities([0.5, 3.0], 3, horizon=1.0, tol=0.1, layers=4,
+                                        law="exact")
+    values = _all(p)
+    assert np.all((values >= 0) & (values <= 1))
+    np.testing.assert_allclose(values.sum(axis=0), 1.0, atol=1e-12)
+
+
+def test_law_inputs_are_checked():
+    with pytest.raises(ValueError, match="law must be one of"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, law="second-order")
+    with pytest.raises(ValueError, match="chain='network'"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, chain="reduced",
+                                        law="exact")
+
+
+@pytest.mark.slow
+def test_first_order_law_warns_where_its_correction_is_not_small():
+    # d = 9, beta = 1.5, L = 10, T = 50: C/L = -0.027 against P = 0.025 (clipped to 0)
+    with pytest.warns(two_token.FirstOrderWarning, match="clipped.*law='exact'"):
+        p = two_token.outcome_probabilities(1.5, 9, horizon=50.0, layers=10)
+    assert float(p.antipodal) == 0.0
+
+
+@pytest.mark.slow
+def test_first_order_law_is_quiet_where_its_correction_is_small():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", two_token.FirstOrderWarning)
+        two_token.outcome_probabilities(1.0, 4, horizon=2.0, layers=200)

@@ -33,11 +33,13 @@ from ._coefficients import lyapunov_minus as lyapunov_minus
 from ._coefficients import paper_hybrid_threshold as paper_hybrid_threshold
 from ._coefficients import scale_g as scale_g
 from ._exact import antipodal_probability as antipodal_probability
+from ._finite_horizon import FirstOrderWarning as FirstOrderWarning
 from ._finite_horizon import outcome_probabilities as outcome_probabilities
 from ._monte_carlo import rho_fractions as rho_fractions
 from ._monte_carlo import simulate_rho as simulate_rho
 
 __all__ = [
+    "FirstOrderWarning",
     "antipodal_probability",
     "critical_beta",
     "diffusion",

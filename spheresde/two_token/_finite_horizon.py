@@ -65,6 +65,7 @@ point costs about a second instead of milliseconds.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 from scipy import linalg, special
@@ -90,6 +91,15 @@ STRETCH = 3.0
 ROUNDING = 1e-8
 #: Beyond this |z| the coefficients are their limits to rounding (they converge like e^{-2|z|}).
 FAR = 20.0
+#: The first-order law warns where |C/L| exceeds this fraction of min(P, 1 - P) of an outcome.
+FIRST_ORDER_LIMIT = 0.25
+#: The two laws of a finite depth ``layers=L``.
+LAWS = ("first-order", "exact")
+
+
+class FirstOrderWarning(UserWarning):
+    """The first-order law P + C/L is not accurate here: its correction is not small
+    against P (or it was clipped into [0, 1]); ``law="exact"`` gives the chain's law."""
 
 
 @functools.cache
@@ -311,11 +321,25 @@ def _sandwich(rates, source, horizon):
     return f
 
 
+def _check_first_order(law, correction, total, beta, d, layers, horizon):
+    """Warn (:class:`FirstOrderWarning`) where P + C/L is not a small correction of P."""
+    small = np.maximum(FIRST_ORDER_LIMIT * np.minimum(law, 1 - law), 1e-5)
+    clipped = np.any((total < 0) | (total > 1))
+    if np.any(np.abs(correction) > small) or clipped:
+        warnings.warn(
+            f"the first-order law P + C/L at beta = {beta:g}, d = {d:g}, L = {layers}, "
+            f"T = {horizon:g}: C/L = {np.round(correction, 5)} is not small against P = "
+            f"{np.round(law, 5)} (antipodal, single, undecided)"
+            f"{'; it was clipped into [0, 1]' if clipped else ''}. "
+            "Pass law='exact' for the network's own law at this depth.",
+            FirstOrderWarning, stacklevel=3)
+
+
 def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
                           tol: float = DEFAULT_TOL, sigma: RealGrid = 1.0, mu: RealGrid = 0.0,
                           eps: RealGrid | None = None, rho0: RealGrid | None = None,
                           layers: int | None = None, chain: str = "network",
-                          return_error: bool = False):
+                          law: str = "first-order", return_error: bool = False):
     r"""Probabilities that two tokens are antipodal, single or undecided at depth-time ``horizon``.
 
     The law of the limit :math:`\rho`-SDE (Ito; pure noise :math:`\sigma`, or the hybrid
@@ -349,9 +373,19 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         Which chain ``layers`` means: ``"network"``, the two-token network itself, or
         ``"reduced"``, the Euler chain of the z-SDE with :math:`\pm1` increments (the
         ``reduced`` Monte Carlo); both derived for pure noise (``mu = 0``).
+    law
+        With ``layers``: ``"first-order"`` (default; about a second a point), :math:`P +
+        C/L`, which warns (:class:`FirstOrderWarning`) where :math:`|C/L|` exceeds
+        ``FIRST_ORDER_LIMIT`` :math:`\min(P, 1-P)` of an outcome (or is clipped into
+        :math:`[0, 1]`); or ``"exact"``, the law of the network's own one-layer chain
+        iterated :math:`\operatorname{round}(TL)` times (:mod:`._chain_law`; a few seconds a
+        point; ``chain="network"`` only, and also for the hybrid). The default stays the
+        first-order law so that the sweeps that use it keep their speed and their numbers.
     return_error
         Also return the error estimate: the largest over the three outcomes of
-        :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error).
+        :math:`|p_{h/2} - p_h|/3`, a conservative bound (the finer level's error); for
+        ``law="exact"`` the same of its two z grids (the quadrature's error is not in it:
+        :mod:`._chain_law`).
 
     Returns
     -------
@@ -389,9 +423,14 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
                              f"got {layers!r}")
         if chain not in CHAINS:
             raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
+        if law not in LAWS:
+            raise ValueError(f"law must be one of {LAWS}, got {law!r}")
+        if law == "exact" and chain != "network":
+            raise ValueError("law='exact' is the network's chain: pass chain='network' "
+                             "(the reduced chain has only the first-order law)")
         if np.any(np.isinf(horizon)):
             raise ValueError("layers needs a finite horizon (the correction is at depth-time T)")
-        if np.any(mu != 0):
+        if law == "first-order" and np.any(mu != 0):
             raise ValueError("layers is derived for pure noise (mu = 0): pass sigma, not a "
                              "hybrid (mu, eps)")
     result = np.zeros((3, beta.size))
@@ -400,6 +439,12 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         b_, d_, e_, mu_, t_, r_ = beta[i], d[i], e[i], mu[i], horizon[i], r0[i]
         if abs(r_) == 1:  # an equilibrium: it stays where it is
             result[:, i] = (1.0, 0.0, 0.0) if r_ < 0 else (0.0, 1.0, 0.0)
+        elif layers is not None and law == "exact":
+            from ._chain_law import network_law
+
+            z0 = None if rho0 is None else float(np.arctanh(r_))
+            values, error[i] = network_law(b_, d_, e_, mu_, tol, t_, layers, z0)
+            result[:, i] = np.clip(values, 0.0, 1.0)
         elif np.isinf(t_):
             p = float(antipodal_probability(b_, d_, mu=mu_, eps=e_,
                                             rho0=None if rho0 is None else r_))
@@ -421,10 +466,13 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
                     break
                 cells, coarse = 2 * cells, fine
             extrapolated = (4 * fine - coarse) / 3 * scale[:len(fine)]
-            result[:, i] = np.clip(extrapolated.sum(axis=0), 0.0, 1.0)
+            total = extrapolated.sum(axis=0)
+            if layers is not None:
+                _check_first_order(*extrapolated, total, b_, d_, layers, t_)
+            result[:, i] = np.clip(total, 0.0, 1.0)
     antipodal, single, undecided = (r.reshape(shape) for r in result)
     fractions = OutcomeFractions(single, antipodal, undecided, None)
     return (fractions, error.reshape(shape)) if return_error else fractions
 
 
-__all__ = ["outcome_probabilities"]
+__all__ = ["FirstOrderWarning", "outcome_probabilities"]

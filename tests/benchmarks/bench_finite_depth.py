@@ -2,6 +2,17 @@
 
     .venv/bin/python tests/benchmarks/bench_finite_depth.py [--only network,reduced,shift]
         [--trajectories N] [--horizon T] [--layers 5,10,20,100]
+    .venv/bin/python tests/benchmarks/bench_finite_depth.py --only exact,convergence
+        [--trajectories N] [--horizon T] [--layers 5,10,20] [--cache FILE]
+
+``exact``: the network's exact law at depth L (``outcome_probabilities(..., law="exact")``)
+against a Monte Carlo of the network (pair coordinates, certified absorption), with the
+first-order law beside it; the Monte Carlo estimates are cached in ``--cache`` (JSON,
+keyed by d, beta, L, T, N and the key), so a rerun only computes the laws; a cached
+estimate with more trajectories than asked is used instead (the 2,000,000-trajectory rows
+of ``--only network`` at T = 10 are in the committed cache). ``convergence``
+(no Monte Carlo): ``L (P_L - P)`` of the exact law against the first-order constant C as L
+grows. The wall time of each exact law is printed.
 
 Accuracy, not speed. For each (d, beta), near beta_c(d) and beyond it, and each L: the
 Monte Carlo P(antipodal) of the chain with L layers per unit depth-time (``network``:
@@ -25,7 +36,10 @@ grid level of the solver, whose error there is far below 1e-4).
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 import time
+import warnings
 
 import jax
 import numpy as np
@@ -90,6 +104,68 @@ def table(chain: str, trajectories: int, horizon: float, layers: tuple[int, ...]
     print(f"wall {time.perf_counter() - start:.0f} s")
 
 
+#: near-critical and large beta for each d (beta_c = 0.66, 1.15, 1.38)
+EXACT_POINTS = ((4, 1.0), (4, 2.5), (7, 1.2), (7, 2.5), (10, 2.0), (10, 3.0))
+CACHE = pathlib.Path(__file__).with_name("finite_depth_mc.json")
+
+
+def exact_table(trajectories: int, horizon: float, layers: tuple[int, ...], cache: pathlib.Path,
+                points=EXACT_POINTS) -> None:
+    """The exact law against cached Monte Carlo; z = (MC - law) / se (the larger binomial se)."""
+    store = json.loads(cache.read_text()) if cache.exists() else {}
+    print(f"\nexact law of the network: T = {horizon:g}, tol = {TOL:g}")
+    print("| d | beta | L | N | MC +- se | exact | z | first-order | z | exact wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    zs = []
+    for d, beta in points:
+        for L in layers:
+            stem = f"d={d} beta={beta:g} L={L} T={horizon:g} "
+            cached = [int(k[len(stem) + 2:].split()[0]) for k in store if k.startswith(stem)]
+            n = max([c for c in cached if c >= trajectories], default=trajectories)
+            name = f"{stem}N={n} key={1000 * d + L}"
+            if name not in store:
+                store[name] = monte_carlo("network", jax.random.key(1000 * d + L), d, beta, L,
+                                          horizon, n)
+                cache.write_text(json.dumps(store, indent=1, sort_keys=True))
+            mc = store[name]
+            start = time.perf_counter()
+            exact = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=L, law="exact").antipodal)
+            wall = time.perf_counter() - start
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", two_token.FirstOrderWarning)
+                first = float(two_token.outcome_probabilities(
+                    beta, d, horizon=horizon, tol=TOL, layers=L).antipodal)
+            se_mc = float(binomial_stderr(mc, n))
+
+            def z(ref, mc=mc, se_mc=se_mc, n=n):
+                return (mc - ref) / max(se_mc, float(binomial_stderr(ref, n)))
+
+            zs.append(z(exact))
+            print(f"| {d} | {beta:g} | {L} | {n:,} | {mc:.5f} +- {se_mc:.5f} | "
+                  f"{exact:.5f} | {z(exact):+.1f} | {first:.5f} | {z(first):+.1f} | "
+                  f"{wall:.1f} |", flush=True)
+    print(f"z of the exact law: max |z| {np.max(np.abs(zs)):.1f}, mean {np.mean(zs):+.2f}")
+
+
+def convergence(horizon: float, points=POINTS, layers=(5, 10, 20, 40, 80)) -> None:
+    """L (P_L - P) of the exact law, against C of the first-order law (no Monte Carlo)."""
+    print(f"\nconvergence to P + C/L: T = {horizon:g}, tol = {TOL:g}")
+    print("| d | beta | L | P | exact P_L | L (P_L - P) | C |")
+    print("|---|---|---|---|---|---|---|")
+    for d, beta in points:
+        p = float(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=TOL).antipodal)
+        for L in layers:
+            exact = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=L, law="exact").antipodal)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", two_token.FirstOrderWarning)
+                first = float(two_token.outcome_probabilities(
+                    beta, d, horizon=horizon, tol=TOL, layers=L).antipodal)
+            print(f"| {d} | {beta:g} | {L} | {p:.5f} | {exact:.5f} | {L * (exact - p):+.4f} | "
+                  f"{L * (first - p):+.4f} |", flush=True)
+
+
 def _first_above(law, lo: float, hi: float, level: float = 1e-3) -> float:
     """The beta in [lo, hi] where ``law(beta)`` (increasing there) crosses ``level``."""
     while hi - lo > 1e-3:
@@ -132,12 +208,20 @@ def main():
     parser.add_argument("--trajectories", type=int, default=None,
                         help="per row, halved at L >= 100 (default 2,000,000)")
     parser.add_argument("--horizon", type=float, default=10.0)
-    parser.add_argument("--layers", default="5,10,20,100")
+    parser.add_argument("--layers", default=None, help="default 5,10,20,100 (exact: 5,10,20)")
+    parser.add_argument("--cache", type=pathlib.Path, default=CACHE)
     args = parser.parse_args()
-    layers = tuple(int(v) for v in args.layers.split(","))
     for name in args.only.split(","):
+        layers = tuple(int(v) for v in (args.layers or (
+            "5,10,20" if name == "exact" else "5,10,20,100")).split(","))
         if name == "shift":
             shift()
+            continue
+        if name == "exact":
+            exact_table(args.trajectories or 1_000_000, args.horizon, layers, args.cache)
+            continue
+        if name == "convergence":
+            convergence(args.horizon)
             continue
         table(name, args.trajectories or 2_000_000, args.horizon, layers)
 

@@ -32,7 +32,6 @@ from proofs_check.symbols import d as d_symbol
 from ._sde import SphereSDE
 
 
-
 def _psd_sqrt(kernel):
     """Symmetric square root of a positive semidefinite kernel matrix (``eigh``, eigenvalues
     clipped at 0). Only for the MLP kernels here, which come as matrices, not as vectors;

@@ -7,8 +7,8 @@ Span trick (``"span"``): :math:`A_i = \sum_j w_{ij} X_j` lies in the span of the
 tokens, so :math:`\Xi A_i = (\Xi X^\top) w_i`, and the rows of :math:`\Xi X^\top`
 (``d x n``) are iid :math:`N(0, G)` with :math:`G = X X^\top`. Hence
 :math:`\Xi X^\top \overset{law}{=} Z F^\top` for any factor :math:`F F^\top = G`, with
-:math:`Z` a ``d x n`` matrix of iid standard normals: ``d n`` normals instead of ``d^2`` (the same for a Brownian
-increment, with variance ``dt``). The identity holds in law for one increment at a
+:math:`Z` a ``d x n`` matrix of iid standard normals: ``d n`` normals instead of ``d^2``
+(the same for a Brownian increment, with variance ``dt``). The identity holds in law for one increment at a
 frozen configuration, so it is exact for the discrete network and for one-evaluation
 (Ito, Euler-type) schemes, but it is not a pathwise identity: never use it with a
 Stratonovich (Heun, midpoint) scheme or for strong errors. The factor
@@ -90,4 +90,4 @@ def noise_shape(noise: Noise, d: int, n: int | None) -> tuple[int, int]:
     raise ValueError(f"noise must be 'full' or 'span', got {noise!r}")
 
 
-__all__ = ["Noise", "span_factor", "noise_on_attention", "noise_shape"]
+__all__ = ["Noise", "noise_on_attention", "noise_shape", "span_factor"]

@@ -8,11 +8,11 @@ tokens, so :math:`\Xi A_i = (\Xi X^\top) w_i`, and the rows of :math:`\Xi X^\top
 (``d x n``) are iid :math:`N(0, G)` with :math:`G = X X^\top`. Hence
 :math:`\Xi X^\top \overset{law}{=} Z F^\top` for any factor :math:`F F^\top = G`, with
 :math:`Z` a ``d x n`` matrix of iid standard normals: ``d n`` normals instead of ``d^2``
-(the same for a Brownian increment, with variance ``dt``). The identity holds in law for one increment at a
-frozen configuration, so it is exact for the discrete network and for one-evaluation
-(Ito, Euler-type) schemes, but it is not a pathwise identity: never use it with a
-Stratonovich (Heun, midpoint) scheme or for strong errors. The factor
-(:func:`span_factor`) is computed from the tokens, not from :math:`G`: from
+(the same for a Brownian increment, with variance ``dt``). The identity holds in law for
+one increment at a frozen configuration, so it is exact for the discrete network
+and for one-evaluation (Ito, Euler-type) schemes, but it is not a pathwise identity:
+never use it with a Stratonovich (Heun, midpoint) scheme or for strong errors.
+The factor (:func:`span_factor`) is computed from the tokens, not from :math:`G`: from
 :math:`X_1 \pm X_2` for ``n = 2``, a Householder QR otherwise, so that
 :math:`1 + \rho` near an antipodal pair is not lost to rounding of the Gram matrix
 (and clustered tokens, where :math:`G` is singular, need no special case).

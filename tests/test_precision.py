@@ -6,19 +6,24 @@ that moves it) by cancellation lets them escape, and its antipodal fraction come
 low in float32 only. Each test runs one path in both precisions from independent seeds
 and compares the antipodal fractions.
 
-Sizes (binomial standard errors): two tokens, d = 3, beta = 0.8 (p ~ 0.18, the RMS law
-just past its critical point at d = 3), L = 5, T = 50 (250 layers or steps).
-The difference of two independent fractions of N trajectories has standard error
-sqrt(2 p (1 - p) / N): at N = 40,000 that is 0.0027, and a 5% relative bias (0.009) is
-3.3 standard errors; the tests allow 3. The old span noise (closed-form square root of
-the Gram matrix) was 6-9% low here. The reduced SDE is cheap: N = 100,000 (a 5% bias is
-5 standard errors). LayerNorm runs at d = 4 (its tokens live on the sphere of
-dimension 2, the RMS law at d = 3). Slow: 20-40 s per path on one core, about 3.5 min
-for the file.
+Sizes (binomial standard errors): two tokens, d = 3, beta = 0.8 (p ~ 0.18), L = 5,
+T = 50 (250 layers or steps). The difference of two independent fractions of N
+trajectories has standard error sqrt(2 p (1 - p) / N): at N = 40,000 that is 0.0027, and a
+5% relative bias (0.009) is 3.3 standard errors; the tests allow 3. The reduced SDE is
+cheap: N = 100,000 (a 5% bias is 5 standard errors). LayerNorm runs at d = 4 (its tokens
+live on the sphere of dimension 2, the RMS law at d = 3). Slow: 20-40 s per path on one
+core, about 3.5 min for the file.
+
+What these sizes cannot do: nearer the critical point (d = 4, beta = 0.8, where the old
+span noise was 11-15% low) p is 0.02-0.05, and a 5% bias there needs ~500,000
+trajectories per precision, beyond a unit test's budget on CPU
+(tests/benchmarks/bench_precision.py runs that case). At d = 3 the old span noise was
+only ~2% low (not seen at this size); what the old code failed here is the histogram.
 
 The histogram checks: in float32 the antipodal trajectories' log10(1 + rho) must reach
 below -12 (the dynamics go far lower: the reduced SDE and the pair coordinates reach
--20 and beyond); the old span noise piled them up at -9.
+-20 and beyond); the old span noise piled them up at -7 to -9 (median), failing the
+n = 2 span and LayerNorm token paths and the n = 3 network.
 """
 
 import jax
@@ -81,9 +86,10 @@ def test_token_paths_agree_in_float32_and_float64(kind, norm, d):
     runs = [_antipodal_gaps(_token_path(kind, dtype, 2, d, norm)) for dtype in DTYPES]
     (p32, gaps32), (p64, _) = runs
     _close(p32, p64, N_TOKEN_PATHS, N_TOKEN_PATHS)
-    # where the dynamics go (the float64 run's deepest antipodal states are far below),
-    # float32 tokens must follow below 1e-12
-    assert np.min(gaps32) < -12, np.percentile(gaps32, [0, 10, 50])
+    # where the dynamics go (the float64 run's antipodal states are far below), float32
+    # tokens must follow below 1e-12: the 10th percentile of the antipodal states (~700
+    # of them) is a robust summary (the old span noise: -8.6, its minimum -11.8)
+    assert np.percentile(gaps32, 10) < -12, np.percentile(gaps32, [0, 10, 50])
 
 
 @pytest.mark.parametrize("norm", ["rms", "layer"])

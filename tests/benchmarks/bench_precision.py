@@ -1,9 +1,10 @@
 """float32 against float64 for every Monte Carlo path of the sweeps, before and after
 the span factor of :mod:`spheresde._noise` (issue 30.1).
 
-Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision.py [trajectories] [d beta L T]``
-(default 40000 trajectories, d = 3, beta = 0.8, L = 5, T = 50; two uniform tokens,
-tol 1e-2). "before" is the old noise (the symmetric square root of the Gram matrix X X^T:
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision.py [trajectories] [d beta L T]
+[path,...]`` (default 40000 trajectories, d = 3, beta = 0.8, L = 5, T = 50, every path; a
+path is named by the start of its row label, e.g. ``span``; two uniform tokens, tol 1e-2).
+"before" is the old noise (the symmetric square root of the Gram matrix X X^T:
 closed form for n = 2, eigh otherwise; kept here as the reference), the old routing
 of LayerNorm (the token network) and the old float32 default of the reduced SDE;
 "after" is the code as it is. Prints, per path: P(antipodal) in float32 and float64
@@ -113,7 +114,10 @@ def main():
     print("| path | version | p float32 (se) | p float64 (se) | z | time f32/f64 "
           "| log10(1+rho) f32 antipodal: min / 10% / 50% |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
+    only = sys.argv[6].split(",") if len(sys.argv) > 6 else None
     for name, before, after in rows:
+        if only is not None and not any(name.startswith(o) for o in only):
+            continue
         for version, run, factor in (("before", before, old_factor), ("after", after, NEW_FACTOR)):
             use(factor)
             out, times = [], []

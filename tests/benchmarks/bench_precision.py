@@ -11,6 +11,14 @@ of LayerNorm (the token network) and the old float32 default of the reduced SDE;
 (binomial s.e.), z = (p32 - p64)/se of the difference, the float32/float64 wall-time
 ratio (compilation included, a few seconds), and the percentiles of log10(1 + rho) of
 the float32 antipodal states (token paths, from X_1 + X_2).
+
+Measured (2-core shared CPU, 2026-12): the issue's case, ``40000 4 0.8 20 50 span``:
+span n=2 before 0.0447 (0.0010) float32 against 0.0548 (0.0011) float64, z = -6.6,
+log10(1+rho) of the float32 antipodal states min / 10% / 50% = -9.7 / -7.8 / -6.2; after
+0.0534 (0.0011) against 0.0542 (0.0011), z = -0.5, -300 / -13.8 / -10.8. The default
+case at 20000: before/after z = -0.70/+0.60 (span), +0.12/+0.12 (full), +0.87/-0.10
+(particles), -1.00/-1.00 (pair), -3.00/+0.35 (LayerNorm), -0.93/-0.99 (reduced, where
+"before" ran float32 when float64 was asked).
 """
 
 import sys

@@ -41,7 +41,7 @@ still running: with and without absorption, the same seed gives the same traject
 
 The two-token network runs in the sum/difference coordinates of :mod:`spheresde._pair`,
 where :math:`1 \pm \rho` keep their relative precision: in float32 the tokens
-themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-13}`, above the
+themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-14}`, above the
 antipodal levels at large :math:`\beta`.
 """
 
@@ -180,15 +180,17 @@ def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
 
 def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectories: int,
                   dt: float, horizon: float, tol: float, bound: float,
-                  segment: int = 1024, dtype=jnp.float32) -> tuple[np.ndarray, int]:
+                  segment: int = 1024, dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` two-token pairs under the reduced SDE of
     :math:`\rho` (Ito Euler in :math:`z`, two-point increments as
     :func:`spheresde.two_token.simulate_rho`), with early absorption at ``bound``.
 
     Starts: two independent uniform tokens. Trajectory ``i`` takes its increments from
     its own key (``fold_in(key, i)``), 32 steps per random word. Returns the codes and
-    the trajectory-steps simulated.
+    the trajectory-steps simulated. ``dtype``: default float (float64 under
+    ``JAX_ENABLE_X64``, float32 otherwise).
     """
+    dtype = dtype or jnp.result_type(float)
     steps = round(horizon / dt)
     # segments start on a random word: a multiple of 32 steps, about 8 per horizon or more
     segment = max(_BITS, min(segment, steps // 8) // _BITS * _BITS)
@@ -220,8 +222,8 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 _BLOCK = 16  # layers per random draw of a lane (one fold_in per block)
 
 
-@functools.partial(jax.jit, static_argnames=("noisy",))
-def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noisy):
+@functools.partial(jax.jit, static_argnames=("noisy", "norm"))
+def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noisy, norm="rms"):
     """``count`` layers from layer ``start`` (a multiple of the block; both traced: one
     program per batch shape) of the two-token network in pair coordinates."""
     from ._pair import pair_layer, pair_noise
@@ -241,7 +243,7 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
         def one(i, sm):
             s, m = sm
             xi_s, xi_m = pair_noise(s, m, z[i])
-            return pair_layer(s, m, xi_s, xi_m, beta, drift_step, noise_step)
+            return pair_layer(s, m, xi_s, xi_m, beta, drift_step, noise_step, norm)
 
         return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK), one, sm)
 
@@ -250,7 +252,8 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
                       horizon: float, tol: float, bound: float,
-                      segment: int = 512) -> tuple[np.ndarray, int]:
+                      segment: int = 512, norm: str = "rms",
+                      dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
     tokens (:func:`spheresde.simulate_network`'s layer, unit radius, identity Q and K),
     with early absorption at ``bound`` (0: none).
@@ -261,8 +264,19 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     reachable in float32. Trajectory ``i`` draws the noise of layers
     ``16 j .. 16 j + 15`` from ``fold_in(fold_in(key, i), j)``, so its path does not
     depend on the others or on when they are absorbed.
+
+    ``norm="layer"``: the LayerNorm network (:func:`spheresde._pair.pair_layer`; the start
+    is the uniform one centred and normalized, as :func:`spheresde.simulate_network`'s),
+    with no absorption: its certificate would need the derived two-token law that the
+    LayerNorm runs are there to check. ``dtype``: of the tokens (default float).
     """
     from ._geometry import sample_uniform
+    from ._network import normalize
+
+    if norm not in ("rms", "layer"):
+        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
+    if norm == "layer":
+        bound = 0.0
 
     steps = network_depth(horizon, layers)
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
@@ -274,14 +288,14 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     gap_single = 2 / (1 + math.exp(2 * z_hi)) if math.isfinite(z_hi) else -1.0  # 1 - rho_+
     gap_anti = 2 / (1 + math.exp(-2 * z_lo)) if math.isfinite(z_lo) else -1.0  # 1 + rho_-
     start_key, path_key = jax.random.split(key)
-    x0 = sample_uniform(start_key, (trajectories, 2), d)
+    x0 = normalize(sample_uniform(start_key, (trajectories, 2), d, dtype), norm)
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
 
     def advance(state, start, count):
         s, m, lane_keys = state
-        return (*_advance_pair(s, m, lane_keys, start, count, *scalars, noisy=noisy),
-                lane_keys)
+        return (*_advance_pair(s, m, lane_keys, start, count, *scalars, noisy=noisy,
+                               norm=norm), lane_keys)
 
     def gaps(state):  # (1 - rho, 1 + rho), each to relative precision
         s, m = (np.asarray(a, float) for a in state[:2])

@@ -29,9 +29,15 @@ import sympy as sp
 from proofs_check.engine import DiffusionLimit, GaussianMatrix, ReLUMLP
 from proofs_check.symbols import d as d_symbol
 
-from ._noise import gram_sqrt
 from ._sde import SphereSDE
 
+
+def _psd_sqrt(kernel):
+    """Symmetric square root of a positive semidefinite kernel matrix (``eigh``, eigenvalues
+    clipped at 0). Only for the MLP kernels here, which come as matrices, not as vectors;
+    the span noise of the tokens uses :func:`spheresde._noise.span_factor`."""
+    lam, vec = jnp.linalg.eigh(kernel)
+    return (vec * jnp.sqrt(jnp.maximum(lam, 0.0))[..., None, :]) @ jnp.swapaxes(vec, -1, -2)
 
 def _layout(limit: DiffusionLimit, dim: int):
     """The MLP terms of each ReLU source, and each source's slice of the flat noise."""
@@ -125,7 +131,7 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
         for source, kernel in zip(mlp_terms, parts[k:], strict=True):
             start, size = offsets[source]
             z = dw[start:start + size].reshape(len(mlp_terms[source]), dim)
-            mlp_noise[source] = gram_sqrt(jnp.asarray(kernel, y.dtype)) @ z
+            mlp_noise[source] = _psd_sqrt(jnp.asarray(kernel, y.dtype)) @ z
         rows, pos = [], 1
         for noise_i in limit.noise:
             row = jnp.zeros(dim, y.dtype)

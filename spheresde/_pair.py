@@ -24,8 +24,10 @@ equal numbers: with :math:`r_i = |Y_i|` and
 
 Each term is proportional to :math:`|s|` (or :math:`|m|`), so :math:`1 + \rho = |s|^2/2`
 and :math:`1 - \rho = |m|^2/2` keep their *relative* precision however small they get,
-where :math:`|X_1 + X_2|` computed from the tokens stops at the rounding floor (about
-:math:`10^{-7}` in float32, so :math:`1+\rho` cannot go below about :math:`10^{-13}`).
+where :math:`|X_1 + X_2|` computed from float32 tokens carries their rounding (about
+:math:`10^{-7}` per layer, so :math:`1+\rho` of the token network hovers at
+:math:`10^{-14}`-:math:`10^{-13}` at best, and higher if the noise itself is computed
+with cancellation; :mod:`spheresde._noise`).
 This is what lets certified absorption (:mod:`spheresde._absorption`) reach the levels
 the scale function asks for at large :math:`\beta`.
 
@@ -34,6 +36,13 @@ The noise: :math:`s \perp m` (the tokens have equal norms), so :math:`\Xi s` and
 :math:`2d` standard normals per layer, the same count as the span trick of
 :mod:`spheresde._noise`, and exact in law for the network (not pathwise; the tests check
 the pathwise identity of :func:`pair_layer` with a given :math:`\Xi`).
+
+LayerNorm (``norm="layer"``): the tokens lie in the hyperplane :math:`P = I -
+\mathbf 1\mathbf 1^\top/d` projects onto, the normalization is :math:`PY_i/|PY_i|`, and
+:math:`P` is linear, so the same formulas hold with :math:`S, M` replaced by
+:math:`PS, PM` (the drift terms are already in the hyperplane). The noise
+:math:`P\Xi s` then has the law :math:`|s|\,P Z_1`: the layer is the LayerNorm network
+itself, in law, not the RMS network it is derived to match.
 """
 
 from __future__ import annotations
@@ -46,17 +55,22 @@ from ._typing import Array, Float
 
 def pair_layer(s: Float[Array, "*batch d"], m: Float[Array, "*batch d"],
                xi_s: Float[Array, "*batch d"], xi_m: Float[Array, "*batch d"], beta,
-               drift_step, noise_step) -> tuple[Float[Array, "*batch d"], Float[Array, "*batch d"]]:
+               drift_step, noise_step, norm: str = "rms",
+               ) -> tuple[Float[Array, "*batch d"], Float[Array, "*batch d"]]:
     r"""One layer of the two-token network in sum/difference coordinates.
 
     ``s``, ``m``: :math:`X_1 \pm X_2`; ``xi_s``, ``xi_m``: the layer's matrix applied to
     them, :math:`\Xi s` and :math:`\Xi m`. Returns :math:`(s', m')` after the residual
     update and the normalization (module docstring); identity :math:`Q = K`, unit radius.
+    ``norm="layer"``: LayerNorm (centre :math:`S` and :math:`M` before normalizing).
     """
     gap_minus = inner(m, m) / 2  # 1 - rho, accurate near rho = 1 (a length-1 axis)
     kappa = jnp.tanh(beta * gap_minus / 2)
     S = (1 + drift_step) * s + noise_step * xi_s
     M = (1 + drift_step * kappa) * m + (noise_step * kappa) * xi_m
+    if norm == "layer":
+        S = S - jnp.mean(S, axis=-1, keepdims=True)
+        M = M - jnp.mean(M, axis=-1, keepdims=True)
     y2 = (S - M) / 2
     r1 = jnp.sqrt(inner(S + M, S + M)) / 2
     r2 = jnp.sqrt(inner(y2, y2))

@@ -43,6 +43,23 @@ def test_pair_layer_is_the_network_layer_pathwise(d, sign, gap, beta, drift_step
     np.testing.assert_allclose(m1, y[0] - y[1], rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize(("sign", "gap"), [(1.0, 1.0), (-1.0, 1e-6), (1.0, 1e-6)])
+def test_layernorm_pair_layer_is_the_layernorm_network_layer_pathwise(sign, gap):
+    # LayerNorm: tokens centred first (on the sphere of the hyperplane), the same matrix Xi;
+    # the pair layer with norm="layer" maps X1 +- X2 as the LayerNorm layer maps the tokens
+    d, beta, drift_step, noise_step = 5, 2.0, 0.01, 0.3
+    x = _pair_near(d, sign, gap, seed=3)
+    x = x - jnp.mean(x, axis=-1, keepdims=True)
+    x = x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+    xi = jax.random.normal(jax.random.PRNGKey(7), (d, d), jnp.float64)
+    y = layer(x, xi, beta, None, None, drift_step, noise_step, "full", 1.0, norm="layer")
+    s, m = x[0] + x[1], x[0] - x[1]
+    s1, m1 = pair_layer(s, m, xi @ s, xi @ m, beta, drift_step, noise_step, norm="layer")
+    np.testing.assert_allclose(s1, y[0] + y[1], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(m1, y[0] - y[1], rtol=0, atol=1e-14)
+    assert abs(float(jnp.sum(s1))) < 1e-14  # still in the hyperplane
+
+
 @pytest.mark.slow
 def test_pair_layer_keeps_relative_precision_near_antipodal():
     # 1 + rho = 1e-20. Reference: the network's layer on float64 tokens, where

@@ -20,7 +20,7 @@ from spheresde import (
     transformer_sde,
 )
 from spheresde._network import layer, network_depth
-from spheresde._noise import gram_sqrt
+from spheresde._noise import span_factor
 
 
 def _tokens(key, n, d):
@@ -28,13 +28,30 @@ def _tokens(key, n, d):
 
 
 @pytest.mark.parametrize("n", [2, 4])
-def test_gram_sqrt(getkey, n):
+def test_span_factor(getkey, n):
     x = _tokens(getkey(), n, 6)
-    for gram in (x @ x.T, jnp.ones((n, n))):  # generic, and every token equal (rank one)
-        root = gram_sqrt(gram)
-        assert jnp.allclose(root, root.T, atol=1e-12)
-        assert jnp.allclose(root @ root, gram, atol=1e-12)
-        assert jnp.all(jnp.isfinite(root))
+    for tokens in (x, 2.0 * x, jnp.ones((n, 6)) / jnp.sqrt(6.0)):  # generic, radius 2, rank one
+        factor = span_factor(tokens)
+        assert factor.shape == (n, n)
+        assert jnp.all(jnp.isfinite(factor))
+        assert jnp.allclose(factor @ factor.T, tokens @ tokens.T, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_span_factor_keeps_one_plus_rho_near_antipodal_in_float32(n):
+    # X_1 = -X_2 + a small s: the noise on X_1 + X_2 has variance |F^T (1, 1, 0..)|^2, which
+    # must be |s|^2 to relative precision (n = 2) or to the rounding of the tokens (QR, n > 2).
+    # The old closed-form / eigh square roots of X X^T got it wrong by ~1e-4 absolute.
+    d, gap = 6, 1e-8  # 1 + rho = |s|^2 / 2
+    e = np.eye(d)
+    x1 = np.sqrt(1 - gap / 2) * e[0] + np.sqrt(gap / 2) * e[1]  # <x1, x2> = -1 + gap
+    x2 = -np.sqrt(1 - gap / 2) * e[0] + np.sqrt(gap / 2) * e[1]
+    tokens = np.stack([x1, x2, e[2]][:n]).astype(np.float32)
+    pair = np.zeros(n, np.float32)
+    pair[:2] = 1
+    s = tokens[0].astype(float) + tokens[1]
+    got = float(jnp.linalg.norm(span_factor(jnp.asarray(tokens)).T @ pair))
+    assert got == pytest.approx(np.linalg.norm(s), rel=1e-5 if n == 2 else 1e-2)
 
 
 def _increment_covariance(sde, y):

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from spheresde import project_tangent
-from spheresde._noise import gram_sqrt
+from spheresde._noise import span_factor
 
 
 def test_mismatched_shapes_are_refused_by_the_checker():
     with pytest.raises(jaxtyping.TypeCheckError):
-        gram_sqrt(jnp.ones((2, 3)))  # a Gram matrix is square
+        span_factor(jnp.ones(3))  # tokens are a (n, d) matrix, not a vector
     with pytest.raises(jaxtyping.TypeCheckError):
         project_tangent(jnp.ones((4, 3)), jnp.ones((4, 2)))  # tokens of dimension 3 vs 2
 

@@ -78,7 +78,7 @@ def _compiled(method: str, norm: str = "rms"):
 
 def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
                   weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                  norm: str = "rms"):
+                  norm: str = "rms", dtype=None):
     """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts
     (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized)."""
     import jax
@@ -86,7 +86,7 @@ def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
     from .. import sample_uniform
 
     start_key, path_key = jax.random.split(key)
-    tokens0 = sample_uniform(start_key, (trajectories, tokens), d)
+    tokens0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
     return _compiled(method, norm)(path_key, tokens0, beta, weights=weights, layers=layers,
                                    horizon=horizon)
 
@@ -105,19 +105,20 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 
 def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                    tol: float, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
+                    tol: float, norm: str = "rms", dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d, weights=weights,
-                          trajectories=trajectories, layers=layers, horizon=horizon, norm=norm)
+                          trajectories=trajectories, layers=layers, horizon=horizon, norm=norm,
+                          dtype=dtype)
     codes = np.asarray(classify(final, tol))
     return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
 
 def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                    tol: float, absorb: float, norm: str = "rms") -> dict:
+                    tol: float, absorb: float, norm: str = "rms", dtype=None) -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
@@ -128,8 +129,12 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     SDE; :class:`~spheresde.ConstantWeights`, which have no noise) runs the full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
-    layer, no absorption), ``reduced`` the derived two-token SDE, which is the RMS one at
-    :func:`two_token_dimension`; ``particles`` is refused.
+    layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
+    the same network in law), ``reduced`` the derived two-token SDE, which is the RMS one
+    at :func:`two_token_dimension`; ``particles`` is refused.
+
+    ``dtype``: the floating type of the simulation (default float: float64 under
+    ``JAX_ENABLE_X64``, float32 otherwise).
     """
     from .._absorption import absorbing_network, absorbing_rho
 
@@ -144,17 +149,18 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
         mu, eps = weights.limit()
         codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
                                     trajectories=trajectories, dt=1.0 / layers,
-                                    horizon=horizon, tol=tol, bound=absorb)
+                                    horizon=horizon, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     elif method == "discrete" and tokens == 2 and norm == "rms":
         codes, work = absorbing_network(key, beta=beta, d=d, weights=weights,
                                         trajectories=trajectories, layers=layers,
-                                        horizon=horizon, tol=tol, bound=absorb)
+                                        horizon=horizon, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,
-                                          layers=layers, horizon=horizon, tol=tol, norm=norm)
+                                          layers=layers, horizon=horizon, tol=tol, norm=norm,
+                                          dtype=dtype)
         work = trajectories * steps
     return {
         "outcomes": [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)],

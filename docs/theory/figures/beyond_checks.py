@@ -1,7 +1,9 @@
 """Monte Carlo checks of docs/theory/beyond.rst: prints the tables of that page.
 
 Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|mlp|all]``
-(CPU, a few minutes). Every derived value comes from :mod:`proofs_check.layers`
+(CPU, a few minutes); ``outcomes [trajectories] [float32|float64]`` sets the size and the
+precision of the LayerNorm table (default 40000, float64). Every derived value comes
+from :mod:`proofs_check.layers`
 (lambdified from the engine), every simulated one from
 :mod:`spheresde.experiments._beyond` and :func:`spheresde.simulate_network`.
 """
@@ -51,22 +53,27 @@ def moments() -> None:
                   f"{zv:+.2f} |")
 
 
-def outcomes() -> None:
+def outcomes(trajectories: int = 40_000, dtype: str = "float64") -> None:
     """LayerNorm network: P(antipodal) at T against the derived law (RMS at d - 1)."""
+    import jax.numpy as jnp
+
+    from spheresde import PureNoise
     from spheresde import two_token as tt
     from spheresde.experiments._simulate import simulate_counts
 
-    horizon, layers, trajectories, tol = 20.0, 20, 4000, 1e-2
+    horizon, layers, tol = 20.0, 20, 1e-2
     print(f"LayerNorm network, two uniform tokens, L = {layers}, T = {horizon:g}, "
-          f"{trajectories} trajectories, tol = {tol}")
+          f"{trajectories} trajectories, tol = {tol}, {dtype}")
     print("| d | beta | LN network (se) | RMS network at d-1 (se) | z | limit law at d-1 | z "
           "| RMS limit law at d |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 
     def network(seed, dim, b, norm):
         c = simulate_counts("discrete", jax.random.PRNGKey(seed), tokens=2, beta=b, d=dim,
+                            weights=PureNoise(),
                             trajectories=trajectories, layers=layers, horizon=horizon,
-                            tol=tol, absorb=0.0 if norm == "layer" else 1e-6, norm=norm)
+                            tol=tol, absorb=0.0 if norm == "layer" else 1e-6, norm=norm,
+                            dtype=jnp.dtype(dtype))
         p = c["outcomes"][1] / trajectories
         return p, max(np.sqrt(p * (1 - p) / trajectories), 1 / trajectories)
 
@@ -133,7 +140,8 @@ if __name__ == "__main__":
     if what in ("moments", "all"):
         moments()
     if what in ("outcomes", "all"):
-        outcomes()
+        outcomes(*([int(sys.argv[2])] if len(sys.argv) > 2 else []),
+                 *(sys.argv[3:4] if what == "outcomes" else []))
     kinds = {"heads": ("rms", "heads"), "mlp": ("mlp",), "all": ("rms", "heads", "mlp")}
     if what in kinds:
         heads_and_mlp(kinds[what])

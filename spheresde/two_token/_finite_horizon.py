@@ -425,9 +425,6 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
             raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
         if law not in LAWS:
             raise ValueError(f"law must be one of {LAWS}, got {law!r}")
-        if law == "exact" and chain != "network":
-            raise ValueError("law='exact' is the network's chain: pass chain='network' "
-                             "(the reduced chain has only the first-order law)")
         if np.any(np.isinf(horizon)):
             raise ValueError("layers needs a finite horizon (the correction is at depth-time T)")
         if law == "first-order" and np.any(mu != 0):
@@ -440,10 +437,10 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
         if abs(r_) == 1:  # an equilibrium: it stays where it is
             result[:, i] = (1.0, 0.0, 0.0) if r_ < 0 else (0.0, 1.0, 0.0)
         elif layers is not None and law == "exact":
-            from ._chain_law import network_law
+            from ._chain_law import chain_law
 
             z0 = None if rho0 is None else float(np.arctanh(r_))
-            values, error[i] = network_law(b_, d_, e_, mu_, tol, t_, layers, z0)
+            values, error[i] = chain_law(b_, d_, e_, mu_, tol, t_, layers, z0, chain)
             result[:, i] = np.clip(values, 0.0, 1.0)
         elif np.isinf(t_):
             p = float(antipodal_probability(b_, d_, mu=mu_, eps=e_,

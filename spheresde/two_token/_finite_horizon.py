@@ -372,7 +372,8 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
     chain
         Which chain ``layers`` means: ``"network"``, the two-token network itself, or
         ``"reduced"``, the Euler chain of the z-SDE with :math:`\pm1` increments (the
-        ``reduced`` Monte Carlo); both derived for pure noise (``mu = 0``).
+        ``reduced`` Monte Carlo, step :math:`1/L`); the first-order law of both is derived for
+        pure noise (``mu = 0``), the exact law of both also covers the hybrid.
     law
         With ``layers``: ``"first-order"`` (default; about a second a point), :math:`P +
         C/L`, which warns (:class:`FirstOrderWarning`) where :math:`|C/L|` exceeds

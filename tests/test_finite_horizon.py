@@ -283,9 +283,66 @@ def test_exact_law_is_a_probability_law():
 def test_law_inputs_are_checked():
     with pytest.raises(ValueError, match="law must be one of"):
         two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, law="second-order")
-    with pytest.raises(ValueError, match="chain='network'"):
-        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, chain="reduced",
+    with pytest.raises(ValueError, match="chain must be one of"):
+        two_token.outcome_probabilities(1.0, 4, horizon=1.0, layers=5, chain="euler",
                                         law="exact")
+
+
+# --- the exact law of the reduced Euler chain (chain="reduced", law="exact") -------------
+
+#: (d, beta): near beta_c(d) (0.66, 1.15) and far beyond it.
+REDUCED_POINTS = ((4, 1.0), (7, 1.2), (4, 3.0), (7, 3.0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers", [5, 10, 20])
+def test_reduced_exact_law_matches_the_reduced_monte_carlo(layers):
+    """T = 10, tol = 0.01: the reduced chain's own simulator (simulate_rho, step 1/L,
+    two-point increments, float64), 250,000 trajectories a point (s.e. at most 0.0009):
+    all three outcome masses of the exact law within 4 standard errors. The test sees the
+    chain's offset from its limit: at L = 5, d = 7, beta = 3 the limit law is about 15
+    s.e. away (asserted)."""
+    import jax.numpy as jnp
+
+    n, horizon, tol = 250_000, 10.0, 0.01
+    d = np.array([p[0] for p in REDUCED_POINTS], float)
+    beta = np.array([p[1] for p in REDUCED_POINTS])
+    rho = two_token.simulate_rho(jax.random.key(30 + layers), beta, d, trajectories=n,
+                                 dt=1.0 / layers, horizon=horizon, dtype=jnp.float64)
+    mc = _all(two_token.rho_fractions(rho, tol))
+    se = np.sqrt(np.maximum(mc * (1 - mc), 1 / n) / n)
+    exact = _all(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=tol,
+                                                 layers=layers, chain="reduced", law="exact"))
+    assert np.all(np.abs(exact - mc) < 4 * se), (exact, mc, se)
+    if layers == 5:
+        limit = float(two_token.outcome_probabilities(3.0, 7, horizon=horizon,
+                                                      tol=tol).antipodal)
+        assert abs(limit - mc[0, 3]) > 8 * se[0, 3], (limit, mc, se)
+
+
+@pytest.mark.slow
+def test_reduced_exact_law_tends_to_its_first_order_law():
+    """d = 7, beta = 3, T = 10 (C = 0.080, the reduced chain's own first-order constant):
+    L (P_L - P) of the exact law tends to C, its gap to C shrinking like 1/L (by more than
+    2 from L = 20 to 80; measured 4.1e-3 and 1.3e-3)."""
+    import warnings
+
+    beta, d, horizon = 3.0, 7, 10.0
+    p = float(two_token.outcome_probabilities(beta, d, horizon=horizon).antipodal)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", two_token.FirstOrderWarning)
+        first = float(two_token.outcome_probabilities(beta, d, horizon=horizon, layers=20,
+                                                      chain="reduced").antipodal)
+    c = 20 * (first - p)  # P + C/L: C does not depend on L
+    gaps = []
+    for layers in (20, 80):
+        exact = float(two_token.outcome_probabilities(beta, d, horizon=horizon, layers=layers,
+                                                      chain="reduced", law="exact").antipodal)
+        gaps.append(layers * (exact - p) - c)
+    assert c > 0.05, c
+    assert abs(gaps[1]) < 0.5 * abs(gaps[0]), (gaps, c)
+    assert abs(gaps[1]) < 0.025 * c, (gaps, c)
+    assert abs(gaps[0]) > 0.02 * c, (gaps, c)  # the O(1/L^2) remainder is seen
 
 
 @pytest.mark.slow

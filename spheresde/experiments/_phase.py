@@ -37,9 +37,11 @@ SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Mont
 #: The methods whose chain has a derived first-order law (two_token.outcome_probabilities'
 #: ``chain``): the network itself and the Euler chain of the reduced SDE.
 CHAIN = {"discrete": "network", "reduced": "reduced"}
-#: The law of each chain in ``p_network``: the network's exact law (its one-layer chain
-#: iterated, about 3 s a point at L = 100, T = 500), the reduced chain's first order.
-NETWORK_LAW = {"network": "exact", "reduced": "first-order"}
+#: The law of each chain in ``p_network``: each chain's exact law (its one-step chain
+#: iterated; the network about 3 s a point at L = 100, T = 500; the reduced chain, two
+#: atoms a step, about 0.2 s at L = 20, T = 100 and 4 to 7 s at L = 100, T = 500, against
+#: 1 to 3 s and 4 to 21 s for its first order, on a shared core).
+NETWORK_LAW = {"network": "exact", "reduced": "exact"}
 LAW_LABEL = {"exact": "the exact law of its one-layer chain iterated round(T L) times, "
                       "`outcome_probabilities(..., layers=L, law=\"exact\")`",
              "first-order": "P + C/L from Talay and Tubaro's expansion, "
@@ -83,10 +85,10 @@ class PhaseRow:
     beta_c: float
     trajectories: int  # samples behind the fractions (0 for the exact method)
     # P(antipodal) of the simulated chain itself at its own L, T and tol
-    # (two_token.outcome_probabilities(..., layers=L)): the network for discrete, by its
-    # exact law (law="exact"), the Euler chain for reduced, to first order in 1/L
-    # (Talay-Tubaro); NaN where no law is derived (exact, particles) and in sweeps stored
-    # before the column existed
+    # (two_token.outcome_probabilities(..., layers=L, law="exact")): the network for
+    # discrete, the Euler chain for reduced, each by its exact law (:data:`NETWORK_LAW`);
+    # NaN where no law is derived (exact, particles) and in sweeps stored before the
+    # column existed
     p_network: float = math.nan
 
     def reference(self) -> tuple[float, float]:
@@ -183,7 +185,7 @@ class PhaseSpec(AbstractMonteCarloSpec):
 
     def plot(self, rows: list[PhaseRow], path: Path) -> Path:
         """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
-        run's own T and tol (solid), the simulated chain's own first-order law at its L
+        run's own T and tol (solid), the simulated chain's own (exact) law at its L
         (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
         from .. import two_token
         from ._plotting import colors, save, subplots

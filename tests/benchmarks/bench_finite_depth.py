@@ -4,6 +4,8 @@
         [--trajectories N] [--horizon T] [--layers 5,10,20,100]
     .venv/bin/python tests/benchmarks/bench_finite_depth.py --only exact,convergence
         [--trajectories N] [--horizon T] [--layers 5,10,20] [--cache FILE]
+    .venv/bin/python tests/benchmarks/bench_finite_depth.py --only reduced-exact
+        [--trajectories N] [--horizon T] [--layers 5,10,20]
 
 ``exact``: the network's exact law at depth L (``outcome_probabilities(..., law="exact")``)
 against a Monte Carlo of the network (pair coordinates, certified absorption), with the
@@ -12,7 +14,9 @@ keyed by d, beta, L, T, N and the key), so a rerun only computes the laws; a cac
 estimate with more trajectories than asked is used instead (the 2,000,000-trajectory rows
 of ``--only network`` at T = 10 are in the committed cache). ``convergence``
 (no Monte Carlo): ``L (P_L - P)`` of the exact law against the first-order constant C as L
-grows. The wall time of each exact law is printed.
+grows. The wall time of each exact law is printed. ``reduced-exact``: the same for the
+reduced Euler chain (``chain="reduced"``) against its own Monte Carlo (absorbing_rho, not
+cached), with ``L (P_L - P)`` against its C out to L = 320.
 
 Accuracy, not speed. For each (d, beta), near beta_c(d) and beyond it, and each L: the
 Monte Carlo P(antipodal) of the chain with L layers per unit depth-time (``network``:
@@ -148,6 +152,64 @@ def exact_table(trajectories: int, horizon: float, layers: tuple[int, ...], cach
     print(f"z of the exact law: max |z| {np.max(np.abs(zs)):.1f}, mean {np.mean(zs):+.2f}")
 
 
+#: near-critical and large beta for each d, for the reduced chain
+REDUCED_POINTS = ((4, 1.0), (4, 3.0), (7, 1.2), (7, 3.0))
+
+
+def reduced_exact_table(trajectories: int, horizon: float, layers: tuple[int, ...],
+                        points=REDUCED_POINTS) -> None:
+    """The reduced chain's exact law (``chain="reduced", law="exact"``) against its own Monte
+    Carlo (absorbing_rho, not cached: it is cheap) and, without Monte Carlo, L (P_L - P)
+    against its first-order C; z as in :func:`exact_table`."""
+    print(f"\nexact law of the reduced Euler chain: T = {horizon:g}, tol = {TOL:g}")
+    print("| d | beta | L | N | MC +- se | exact | z | first-order | z | L (P_L - P) | C |"
+          " exact wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    zs = []
+    for d, beta in points:
+        p = float(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=TOL).antipodal)
+        for L in layers:
+            mc = monte_carlo("reduced", jax.random.key(2000 * d + L), d, beta, L, horizon,
+                             trajectories)
+            start = time.perf_counter()
+            exact = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=L, chain="reduced",
+                law="exact").antipodal)
+            wall = time.perf_counter() - start
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", two_token.FirstOrderWarning)
+                first = float(two_token.outcome_probabilities(
+                    beta, d, horizon=horizon, tol=TOL, layers=L, chain="reduced").antipodal)
+            se_mc = float(binomial_stderr(mc, trajectories))
+
+            def z(ref, mc=mc, se_mc=se_mc):
+                return (mc - ref) / max(se_mc, float(binomial_stderr(ref, trajectories)))
+
+            zs.append(z(exact))
+            print(f"| {d} | {beta:g} | {L} | {trajectories:,} | {mc:.5f} +- {se_mc:.5f} | "
+                  f"{exact:.5f} | {z(exact):+.1f} | {first:.5f} | {z(first):+.1f} | "
+                  f"{L * (exact - p):+.4f} | {L * (first - p):+.4f} | {wall:.2f} |",
+                  flush=True)
+    print(f"z of the exact law: max |z| {np.max(np.abs(zs)):.1f}, mean {np.mean(zs):+.2f}")
+    print("\nL (P_L - P) of the reduced chain's exact law against C (no Monte Carlo)")
+    print("| d | beta | L | P_L | L (P_L - P) | C | wall s |")
+    print("|---|---|---|---|---|---|---|")
+    for d, beta in points:
+        p = float(two_token.outcome_probabilities(beta, d, horizon=horizon, tol=TOL).antipodal)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", two_token.FirstOrderWarning)
+            c = 20 * (float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=20, chain="reduced").antipodal) - p)
+        for L in (20, 40, 80, 160, 320):
+            start = time.perf_counter()
+            exact = float(two_token.outcome_probabilities(
+                beta, d, horizon=horizon, tol=TOL, layers=L, chain="reduced",
+                law="exact").antipodal)
+            wall = time.perf_counter() - start
+            print(f"| {d} | {beta:g} | {L} | {exact:.6f} | {L * (exact - p):+.5f} | {c:+.5f} | "
+                  f"{wall:.2f} |", flush=True)
+
+
 def convergence(horizon: float, points=POINTS, layers=(5, 10, 20, 40, 80)) -> None:
     """L (P_L - P) of the exact law, against C of the first-order law (no Monte Carlo)."""
     print(f"\nconvergence to P + C/L: T = {horizon:g}, tol = {TOL:g}")
@@ -219,6 +281,10 @@ def main():
             continue
         if name == "exact":
             exact_table(args.trajectories or 1_000_000, args.horizon, layers, args.cache)
+            continue
+        if name == "reduced-exact":
+            reduced_exact_table(args.trajectories or 1_000_000, args.horizon,
+                                tuple(int(v) for v in (args.layers or "5,10,20").split(",")))
             continue
         if name == "convergence":
             convergence(args.horizon)

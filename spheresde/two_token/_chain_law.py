@@ -53,8 +53,8 @@ its four nearest nodes with the cubic Lagrange weights (the forward form of cubi
 interpolation of the value function: the first four moments of every atom are kept, so
 the grid adds no diffusion of order :math:`h^2` per step, as binning would). Beyond
 :math:`|z| =` ``FAR`` the kernel is taken at :math:`\pm` ``FAR`` (it converges like
-:math:`e^{-2|z|}`); beyond the far extent of :mod:`._finite_horizon`
-(a return there has probability below
+:math:`e^{-2|z|}`); beyond the far extent of :mod:`._extent` (a return there has
+probability below
 :math:`10^{-9}`) the end nodes keep what reaches them. The one-layer operator is a
 sparse matrix, applied :math:`\operatorname{round}(TL)` times
 (:func:`spheresde._network.network_depth`) to the exact cell masses of the uniform start;
@@ -77,7 +77,7 @@ from scipy import sparse, special, stats
 
 from .._network import network_depth
 from ._coefficients import rc
-from ._finite_horizon import _far_extent
+from ._extent import far_extent
 
 #: Quadrature nodes of (a2, Q, xi1, xi2, R2).
 NODES = (12, 48, 8, 8, 8)
@@ -224,7 +224,7 @@ def _law(beta, d, e, mu, tol, horizon, layers, z0, spacing, atoms):
     for side in (-1.0, 1.0):
         c = float(coefficients.z_drift(side * 20.0, *args))
         v2 = float(coefficients.z_diffusion(side * 20.0, *args)) ** 2
-        extent = max(_far_extent(c, v2, horizon), 5.0)
+        extent = max(far_extent(c, v2, horizon), 5.0)
         if z0 is not None:
             extent = max(extent, side * z0 - z_star + 5.0)
         extents.append(extent)

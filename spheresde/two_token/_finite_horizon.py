@@ -76,9 +76,8 @@ from .._outcomes import DEFAULT_TOL, OutcomeFractions
 from .._typing import RealGrid
 from ._coefficients import noise_scale, rc
 from ._exact import antipodal_probability
+from ._extent import far_extent
 
-#: Probability allowed to leak through each truncated end.
-TRUNCATION = 1e-9
 #: Uniform cells per threshold half-width z_* on the coarse level (the fine level doubles).
 CELLS = 24
 #: Grids are halved again while the error estimate of the finer level exceeds this ...
@@ -106,15 +105,6 @@ class FirstOrderWarning(UserWarning):
 def _gauss(nodes: int = 4):
     x, w = np.polynomial.legendre.leggauss(nodes)
     return (x + 1) / 2, w / 2
-
-
-def _far_extent(c, v2, horizon):
-    """Width D beyond a threshold after which a reflecting wall changes < TRUNCATION."""
-    spread = np.sqrt(v2 * horizon) * special.ndtri(1 - TRUNCATION / 4)
-    if abs(c) < 1e-12:
-        return spread
-    against = v2 / (2 * abs(c)) * np.log((1 + 2 * c * c * horizon / v2) / TRUNCATION)
-    return min(spread, against)
 
 
 def _grid(z_star, cells, far_minus, far_plus):
@@ -192,7 +182,7 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None):
     for side in (-1.0, 1.0):
         c = float(coefficients.z_drift(side * FAR, *args))
         v2 = float(coefficients.z_diffusion(side * FAR, *args)) ** 2
-        extent = _far_extent(c, v2, horizon)
+        extent = far_extent(c, v2, horizon)
         if z0 is not None:
             extent = max(extent, side * z0 - z_star + 5.0)
         extents.append(max(extent, 5.0))

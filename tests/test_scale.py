@@ -179,8 +179,8 @@ def test_dry_run_counts_the_programs_a_sweep_compiles():
     kind = dict(dims=(4, 5, 6), betas=(1.0, 2.0), trajectories=32, layers=5, horizon=2.0)
     network = PhaseSpec(**kind, method="discrete")
     reduced = PhaseSpec(**kind, method="reduced")
-    assert _programs(network, network.points(), network.steps())[0] == 3
-    assert _programs(reduced, reduced.points(), reduced.steps())[0] == 1
+    assert _programs(network, network.points())[0] == 3
+    assert _programs(reduced, reduced.points())[0] == 1
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ trajectory-steps, and prices them by measurements made now, in this process:
   its throughput in trajectory-steps per second applied to what is left;
 - **compiling**: the first call's extra time, then the time of each further program
   the sweep compiles. Which grid fields compile a program of their own is found by
-  trying: a tiny short chunk is run at the first point with one field changed at a
-  time, and a field whose change compiles (seen by :mod:`jax.monitoring`) multiplies
+  trying: a tiny chunk of the real horizon is run at the first point with one field
+  changed at a time, and a field whose change compiles (seen by :mod:`jax.monitoring`) multiplies
   the count of programs by its number of values (the tries' mean time prices one);
 - **finishing**: ``spec.finish`` (the laws a row is compared with) timed at up to
   :data:`FINISH_POINTS` points spread over the grid, per point left (its cost varies
@@ -102,14 +102,14 @@ class _CompileClock:
             clock.seconds += seconds
 
 
-def _programs(spec: AbstractChunkedSpec, points: list[dict], steps: int) -> tuple[int, float]:
+def _programs(spec: AbstractChunkedSpec, points: list[dict]) -> tuple[int, float]:
     """How many programs the sweep over ``points`` compiles, and the seconds one more
     program costs: the product of the counts of values of the grid fields whose change
-    alone compiles a new program (tried with a tiny short chunk at the first point), and
-    the mean time of those tries."""
-    short = spec.shortened(min(steps, CALIBRATION_STEPS))
+    alone compiles a new program (tried with a tiny chunk of the real horizon at the first
+    point: a horizon that follows a field, as the hybrid sweeps' eps, compiles a program
+    per value), and the mean time of those tries."""
     first = points[0]
-    short.chunk(first, 0, PROGRAM_TRAJECTORIES)  # this size's program at the first point
+    spec.chunk(first, 0, PROGRAM_TRAJECTORIES)  # this size's program at the first point
     programs, tries = 1, []
     for field in first:
         values = {p[field] for p in points}
@@ -118,7 +118,7 @@ def _programs(spec: AbstractChunkedSpec, points: list[dict], steps: int) -> tupl
         other = next(p for p in points if p[field] != first[field])
         start = time.perf_counter()
         with _CompileClock() as clock:
-            short.chunk({**first, field: other[field]}, 0, PROGRAM_TRAJECTORIES)
+            spec.chunk({**first, field: other[field]}, 0, PROGRAM_TRAJECTORIES)
         if clock.seconds > 0:
             programs *= len(values)
             tries.append(time.perf_counter() - start)
@@ -192,7 +192,7 @@ def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
         return Plan(lines, estimate)
     compile_s, rate = _calibrate(spec, left_points[0], steps,
                                  min(sizes[0], CALIBRATION_TRAJECTORIES))
-    programs, extra_program = _programs(spec, left_points, steps)
+    programs, extra_program = _programs(spec, left_points)
     share, simulated_note = 1.0, "every step counted"
     probe_steps = [spec.point_steps(p) for p in probes]
     if spec.absorbs() and PROBE_TRAJECTORIES * sum(probe_steps) / rate <= PROBE_BUDGET:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ._spec import AbstractChunkedSpec, Plan
 from ._store import ParameterMismatch, Sweep, chunk_sizes
@@ -77,29 +77,22 @@ def _calibrate(spec: AbstractChunkedSpec, point: dict, steps: int,
     return max(first - second, 0.0), size * short_steps / max(second, 1e-9)
 
 
-class _CompileClock:
-    """Seconds JAX spends compiling while the clock is entered (:mod:`jax.monitoring`)."""
+_COMPILED = {"seconds": 0.0, "listening": False}
 
-    listening: ClassVar[list] = []
 
-    def __enter__(self) -> _CompileClock:
+def _compile_seconds() -> float:
+    """Seconds JAX has spent compiling in this process since the first call (a
+    :mod:`jax.monitoring` listener, registered once)."""
+    if not _COMPILED["listening"]:
         import jax.monitoring
 
-        if not _CompileClock.listening:
-            jax.monitoring.register_event_duration_secs_listener(self._heard)
-            _CompileClock.listening.append(self)
-        self.seconds = 0.0
-        _CompileClock.listening[0] = self
-        return self
+        def heard(event: str, seconds: float, **kwargs) -> None:
+            if event.endswith("backend_compile_duration"):
+                _COMPILED["seconds"] += seconds
 
-    def __exit__(self, *exc) -> None:
-        _CompileClock.listening[0] = None
-
-    @staticmethod
-    def _heard(event: str, seconds: float, **kwargs) -> None:
-        clock = _CompileClock.listening[0] if _CompileClock.listening else None
-        if clock is not None and event.endswith("backend_compile_duration"):
-            clock.seconds += seconds
+        jax.monitoring.register_event_duration_secs_listener(heard)
+        _COMPILED["listening"] = True
+    return _COMPILED["seconds"]
 
 
 def _programs(spec: AbstractChunkedSpec, points: list[dict]) -> tuple[int, float]:
@@ -116,10 +109,9 @@ def _programs(spec: AbstractChunkedSpec, points: list[dict]) -> tuple[int, float
         if len(values) < 2:
             continue
         other = next(p for p in points if p[field] != first[field])
-        start = time.perf_counter()
-        with _CompileClock() as clock:
-            spec.chunk({**first, field: other[field]}, 0, PROGRAM_TRAJECTORIES)
-        if clock.seconds > 0:
+        start, compiled = time.perf_counter(), _compile_seconds()
+        spec.chunk({**first, field: other[field]}, 0, PROGRAM_TRAJECTORIES)
+        if _compile_seconds() > compiled:
             programs *= len(values)
             tries.append(time.perf_counter() - start)
     return min(programs, len(points)), (sum(tries) / len(tries) if tries else 0.0)
@@ -180,14 +172,14 @@ def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
         lines.append("  estimated wall time: nothing to compute")
         return Plan(lines, 0.0)
     probes = _spread(left_points)
+    finish_points = _spread(left_points, FINISH_POINTS)
     parallel = max(1, options.workers)
     workers = '1 process' if parallel == 1 else f'{parallel} workers'
     if work == 0:  # no Monte Carlo: the rows are the laws alone
-        finishing = _spread(left_points, FINISH_POINTS)
-        setup, per_point = _finish_seconds(spec, finishing, {})
+        setup, per_point = _finish_seconds(spec, finish_points, {})
         estimate = setup + per_point * len(left_points)
         lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured "
-                     f"at {len(finishing)} point(s)")
+                     f"at {len(finish_points)} point(s)")
         lines.append(f"  estimated wall time: {_duration(estimate)} (no sampling)")
         return Plan(lines, estimate)
     compile_s, rate = _calibrate(spec, left_points[0], steps,
@@ -201,9 +193,8 @@ def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
         share = simulated / (PROBE_TRAJECTORIES * sum(probe_steps))
         simulated_note = (f"early absorption: {share:.1%} of the steps simulated in "
                           f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")
-    else:
-        counts = [spec.chunk(p, 0, PROGRAM_TRAJECTORIES) for p in probes]
-    finish_points = _spread(left_points, FINISH_POINTS)
+    else:  # finishing needs the counts of one chunk, any
+        counts = [spec.chunk(probes[0], 0, PROGRAM_TRAJECTORIES)]
     setup, per_point = _finish_seconds(spec, finish_points, counts[0])
     stepping = share * work / rate / parallel
     compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)

@@ -542,6 +542,7 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
 def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
     from spheresde import _datasets
     from spheresde.experiments import BadParameters, ReproduceSpec
+    from spheresde.experiments._reproduce import _sweeps
     from spheresde.experiments._scales import training_data
 
     write_cifar(tmp_path / "cifar")
@@ -560,6 +561,9 @@ def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypa
     fields, why = training_data(ReproduceSpec(**paper))
     assert fields == {"dataset": "fashion-mnist", "epochs": 15}
     assert TrainSpec(**fields).patch == 7  # the data set's own: 16 tokens
+    # and so in the run itself, where the preset's patch was the digits' (2: 196 tokens of
+    # a 28 x 28 image, which ran out of memory at L = 64)
+    assert _sweeps(ReproduceSpec(**paper))[0]["train"].patch == 7
     assert "Debian's dataset-fashion-mnist" in why
     monkeypatch.setattr(_datasets, "FASHION_MNIST_DIR", str(tmp_path / "empty"))
     fields, why = training_data(ReproduceSpec(**paper))

@@ -95,7 +95,8 @@ def _sweeps(spec: ReproduceSpec) -> tuple[dict[str, AbstractSweepSpec], dict[str
     notes = {}
     if "train" in sweeps:  # the paper's data set, or the best stand-in at hand
         fields, notes["train"] = training_data(spec)
-        sweeps["train"] = replace(sweeps["train"], **fields)
+        # patch 0 is "the data set's own": the preset's patch was resolved for the digits
+        sweeps["train"] = replace(sweeps["train"], **({"patch": 0} if fields else {}), **fields)
         load_data(sweeps["train"], spec.seed)  # a malformed data set fails before any sweep
     return sweeps, notes
 

@@ -46,7 +46,7 @@ from .experiments import (
     plan,
     run,
 )
-from .experiments._spec import SpecField, problem
+from .experiments.engine._specs import SpecField, problem
 
 # how to run, not what: never in a spec
 RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run",

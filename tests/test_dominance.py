@@ -11,7 +11,7 @@ from spheresde import two_token
 from spheresde.experiments import SCALES, DominanceRow, DominanceSpec, HybridSpec
 from spheresde.experiments._edges import bootstrap_edges, dominance_edges, edge
 from spheresde.experiments._hybrid import scaled_horizon
-from spheresde.experiments._spec import BadParameters
+from spheresde.experiments.engine._specs import BadParameters
 
 # ---------------------------------------------------------------------------- horizon rule
 

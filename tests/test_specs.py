@@ -21,7 +21,7 @@ from spheresde.experiments import (
     TrainSpec,
     point_seed,
 )
-from spheresde.experiments._spec import FieldKind, at_least, param, problem
+from spheresde.experiments.engine._specs import FieldKind, at_least, param, problem
 
 
 def parse_spec(argv):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from spheresde.experiments import ParameterMismatch, Sweep, point_seed
-from spheresde.experiments._store import chunk_seed, chunk_sizes
+from spheresde.experiments.engine._store import chunk_seed, chunk_sizes
 
 COLUMNS = ("a", "b", "value", "counts")
 

@@ -182,7 +182,7 @@ def test_points_of_a_batch_are_computed_in_one_call_and_stored_one_by_one(tmp_pa
     """The driver of point specs: the pending points of one ``together`` value are one
     ``compute`` call; a batch interrupted is computed again whole, a finished one kept,
     and a point stored before is left out of its batch."""
-    from spheresde.experiments._sweep import _in_batches
+    from spheresde.experiments.engine._driver import _in_batches
 
     calls = []
 

@@ -23,7 +23,24 @@ from ._monte_carlo import AbstractMonteCarloSpec, Simulation
 from ._phase import PhaseRow, PhaseSpec
 from ._reproduce import ReproduceResult, plan, reproduce, run
 from ._scales import PAPER, QUICK, SCALES, SMOKE, ReproduceSpec
-from ._spec import (
+from ._tokens import TokensRow, TokensSpec
+from ._train import (
+    Convergence,
+    PairedDifference,
+    TrainRow,
+    TrainSpec,
+    convergence,
+    paired_differences,
+)
+from .engine._driver import (
+    AbstractResult,
+    RunOptions,
+    SweepResult,
+    estimate_sweep,
+    plan_sweep,
+    run_sweep,
+)
+from .engine._specs import (
     AbstractChunkedSpec,
     AbstractPointSpec,
     AbstractSweepSpec,
@@ -35,7 +52,7 @@ from ._spec import (
     greater_than,
     param,
 )
-from ._store import (
+from .engine._store import (
     CorruptStore,
     ParameterMismatch,
     StoreLocked,
@@ -45,23 +62,6 @@ from ._store import (
     chunk_seed,
     format_value,
     point_seed,
-)
-from ._sweep import (
-    AbstractResult,
-    RunOptions,
-    SweepResult,
-    estimate_sweep,
-    plan_sweep,
-    run_sweep,
-)
-from ._tokens import TokensRow, TokensSpec
-from ._train import (
-    Convergence,
-    PairedDifference,
-    TrainRow,
-    TrainSpec,
-    convergence,
-    paired_differences,
 )
 from .registry import SPECS, register
 

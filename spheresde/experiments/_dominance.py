@@ -29,7 +29,7 @@ from ._agreement import BAND, mc_agreement, z_score
 from ._hybrid import HORIZON_SCALE, MAX_HORIZON, ScaledHorizon, _cap_above_horizon
 from ._monte_carlo import Simulation, at_least_one_layer
 from ._report import sweep_meta, table
-from ._spec import (
+from .engine._specs import (
     ABSORB,
     BETAS,
     HORIZON,
@@ -42,7 +42,7 @@ from ._spec import (
     greater_than,
     param,
 )
-from ._store import atomic_write_text
+from .engine._store import atomic_write_text
 
 
 def _two_eps_at_least(spec: DominanceSpec) -> str | None:

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._plotting import ANTIPODAL, SINGLE, save, subplots
-from ._spec import BadParameters, ExperimentSpec, Section, param
-from ._store import atomic_write_text
-from ._sweep import AbstractResult
+from .engine._driver import AbstractResult
+from .engine._specs import BadParameters, ExperimentSpec, Section, param
+from .engine._store import atomic_write_text
 
 FIELD_BETA_MAX = 5000.0
 """The largest beta of Figure 1: beyond about 5590 a query's attention on the other tokens

@@ -17,7 +17,7 @@ from ._agreement import BAND, mc_agreement
 from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
 from ._phase import SAMPLING, Method
 from ._report import table
-from ._spec import (
+from .engine._specs import (
     ABSORB,
     BETAS,
     HORIZON,

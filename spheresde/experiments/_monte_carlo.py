@@ -17,8 +17,8 @@ from typing import Any
 from .._network import network_depth
 from .._weights import AbstractWeights
 from ._simulate import counts_problem, simulate_counts
-from ._spec import AbstractChunkedSpec
-from ._store import Counts, chunk_seed
+from .engine._specs import AbstractChunkedSpec
+from .engine._store import Counts, chunk_seed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
 from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
 from ._report import pm, table
-from ._spec import (
+from .engine._specs import (
     ABSORB,
     BETAS,
     HORIZON,

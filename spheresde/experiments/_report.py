@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._spec import ExperimentSpec, Section
-from ._store import atomic_write_text
-from ._sweep import AbstractResult, SweepResult
+from .engine._driver import AbstractResult, SweepResult
+from .engine._specs import ExperimentSpec, Section
+from .engine._store import atomic_write_text
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"
 

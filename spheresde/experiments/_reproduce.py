@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ._field import FieldSpec, run_field
-from ._plan import _duration
 from ._report import write_report
 from ._scales import SCALES, ReproduceSpec, training_data
-from ._spec import AbstractSweepSpec, BadParameters, ExperimentSpec
-from ._store import atomic_write_text
-from ._sweep import AbstractResult, RunOptions, estimate_sweep, plan_sweep, run_sweep
 from ._train import load_data
+from .engine._driver import AbstractResult, RunOptions, estimate_sweep, plan_sweep, run_sweep
+from .engine._planning import _duration
+from .engine._specs import AbstractSweepSpec, BadParameters, ExperimentSpec
+from .engine._store import atomic_write_text
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from .. import _datasets
 from ._dominance import DominanceSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
-from ._spec import SEED, BadParameters, ExperimentSpec, param
 from ._tokens import TokensSpec
 from ._train import TrainSpec
+from .engine._specs import SEED, BadParameters, ExperimentSpec, param
 
 
 def _with_constant_weights(scale: dict[str, ExperimentSpec | None]) -> dict:

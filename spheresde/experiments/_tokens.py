@@ -13,7 +13,7 @@ from .._outcomes import DEFAULT_TOL
 from .._weights import ConstantWeights, PureNoise
 from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
 from ._report import pm, table
-from ._spec import (
+from .engine._specs import (
     ABSORB,
     BETAS,
     HORIZON,

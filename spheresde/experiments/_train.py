@@ -23,7 +23,7 @@ from .._classifier import EVALUATION_CHUNK
 from .._datasets import PATCH, SIDE
 from .._outcomes import DEFAULT_TOL
 from ._report import table
-from ._spec import (
+from .engine._specs import (
     SEED,
     TOL,
     AbstractPointSpec,
@@ -365,7 +365,7 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
     the training images (forward); a layer costs about ``n^2 d + n d^2`` per image
     (attention between the ``n`` tokens, then the ``d x d`` matrices).
     """
-    from ._plan import _duration
+    from .engine._planning import _duration
 
     if not pending:
         return [f"  nothing to compute: the {len(spec.points())} runs are stored"], {}

@@ -14,9 +14,9 @@ from ._field import FieldSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
 from ._scales import ReproduceSpec
-from ._spec import ExperimentSpec
 from ._tokens import TokensSpec
 from ._train import TrainSpec
+from .engine._specs import ExperimentSpec
 
 SPECS: dict[str, type[ExperimentSpec]] = {}
 """Sub-command name -> spec class, in the order ``spheresde --help`` lists them."""

@@ -26,8 +26,8 @@ ESTIMATE = """
 import json, sys
 from pathlib import Path
 from spheresde.experiments._scales import SCALES
-from spheresde.experiments._sweep import RunOptions
-from spheresde.experiments._plan import plan_estimate
+from spheresde.experiments.engine._driver import RunOptions
+from spheresde.experiments.engine._planning import plan_estimate
 from spheresde.experiments._train import train_estimate
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
@@ -44,7 +44,7 @@ print(json.dumps(seconds))
 MEASURE = """
 import json, sys, time
 from pathlib import Path
-from spheresde.experiments._sweep import RunOptions, run_sweep
+from spheresde.experiments.engine._driver import RunOptions, run_sweep
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
 spec = sweeps[sys.argv[2]]

@@ -243,7 +243,7 @@ class Sweep(Generic[R]):
         lock: bool = True,
         wait: bool = False,
     ):
-        from .. import __version__  # spheresde/__init__ imports this layer before it
+        from ... import __version__  # spheresde/__init__ imports this layer before it
 
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._spec import AbstractChunkedSpec, Plan
+from ._specs import AbstractChunkedSpec, Plan
 from ._store import ParameterMismatch, Sweep, chunk_sizes
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed

@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ._spec import BadParameters
+from ._specs import BadParameters
 
 
 class SerialExecutor:

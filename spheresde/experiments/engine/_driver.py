@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Generic
 
 from ._executors import executor_for
-from ._plan import plan_estimate
-from ._spec import (
+from ._planning import plan_estimate
+from ._specs import (
     AbstractChunkedSpec,
     AbstractPointSpec,
     AbstractSweepSpec,

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._network import Norm, normalize
+from ._network import Norm, horizon_steps, normalize
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def simulate_rho_sde(key, reduced_drift, reduced_variance, *, d: int, dt: float,
         # absorbed at 1 -+ rho < 1e-12: tanh would round to +-1 and the coefficients to 0/0
         return jnp.where(jnp.abs(z) > _Z_ABSORBED, z, step), None
 
-    keys = jax.random.split(path_key, round(horizon / dt))
+    keys = jax.random.split(path_key, horizon_steps(horizon, dt))
     return np.asarray(jnp.tanh(jax.jit(lambda z: jax.lax.scan(body, z, keys)[0])(z0)))
 
 

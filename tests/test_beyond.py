@@ -11,9 +11,9 @@ import spheresde
 from proofs_check.layers import beta1, beta2, gamma, two_token
 from proofs_check.symbols import beta, d, eps, mu, rho
 from spheresde._beyond import PairLayer, one_layer_moments, simulate_pair
+from spheresde.experiments import BadParameters
 from spheresde.experiments._phase import PhaseSpec
 from spheresde.experiments._simulate import two_token_dimension
-from spheresde.experiments.engine._specs import BadParameters
 
 
 @pytest.mark.slow

@@ -59,14 +59,20 @@ class CoinSpec(AbstractChunkedSpec):
         rng = np.random.default_rng(chunk_seed(self.seed, point, k))
         return {"heads": int((rng.random(size) < point["bias"]).sum())}
 
+    def check(self, counts, size):
+        return None if 0 <= counts.get("heads", -1) <= size else f"not heads of {size} flips"
+
     def finish(self, point, counts):
         return CoinRow(point["bias"], sum(c["heads"] for c in counts), self.trajectories)
 
     def samples(self):
         return self.trajectories
 
-    def steps(self):
+    def point_steps(self, point):
         return 1
+
+    def shortened(self, steps):
+        return self  # a flip is one step
 
     def plot(self, rows, path):
         path.write_text(" ".join(f"{r.bias:g}:{r.heads}" for r in rows))  # a stand-in figure

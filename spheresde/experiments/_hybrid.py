@@ -10,26 +10,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._network import network_depth
+from .._network import reached_horizon
 from .._outcomes import DEFAULT_TOL
 from .._weights import Hybrid
 from ._agreement import BAND, mc_agreement
+from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
 from ._phase import SAMPLING, Method
 from ._report import table
-from .engine._specs import (
-    ABSORB,
-    BETAS,
-    HORIZON,
-    LAYERS,
-    SAMPLES,
-    SEED,
-    TOL,
-    Section,
-    at_least,
-    greater_than,
-    param,
-)
+from .engine import AbstractVar, Section, at_least, greater_than, param
 
 HORIZON_SCALE = {
     "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
@@ -48,40 +37,24 @@ def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers:
     wanted = scale / eps**2 if scale > 0 else 0.0
     if cap > 0:
         wanted = min(wanted, cap)
-    return network_depth(max(horizon, wanted), layers) / layers
+    return reached_horizon(max(horizon, wanted), layers)
 
 
-class ScaledHorizon(AbstractMonteCarloSpec):
+class AbstractScaledHorizonSpec(AbstractMonteCarloSpec):
     """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``): a point at noise
     ``eps`` runs to :func:`scaled_horizon`, for a spec with the fields ``horizon``,
     ``horizon_scale``, ``max_horizon`` and ``layers`` (declared by each final spec, in its
     own order: the CSV columns and the resume identity follow that order)."""
 
-    horizon_scale: float
-    max_horizon: float
+    horizon_scale: AbstractVar[float]
+    max_horizon: AbstractVar[float]
 
     def point_horizon(self, eps: float) -> float:
         """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
         return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
                               self.layers)
 
-    def steps(self) -> int:
-        """Layers per trajectory, averaged over the points (their horizons depend on eps),
-        for the ``--dry-run`` plan; 0 without Monte Carlo."""
-        return round(np.mean([self.point_steps(p) for p in self.points()]))
-
-    def point_steps(self, point: dict[str, Any]) -> int:
-        """Layers of a trajectory at ``point`` (its horizon depends on eps); 0 without
-        Monte Carlo."""
-        if not self.monte_carlo():
-            return 0
-        return network_depth(self.point_horizon(point["eps"]), self.layers)
-
-    def varying_steps(self) -> bool:
-        """Whether the horizon scales with eps."""
-        return bool(self.horizon_scale)
-
-    def shortened(self, steps: int) -> ScaledHorizon:
+    def shortened(self, steps: int) -> AbstractScaledHorizonSpec:
         """The spec with the fixed horizon of ``steps`` layers (``horizon_scale`` 0)."""
         return dataclasses.replace(self, horizon=steps / self.layers, horizon_scale=0.0)
 
@@ -129,7 +102,7 @@ class HybridRow:
 
 
 @dataclass(frozen=True)
-class HybridSpec(ScaledHorizon):
+class HybridSpec(AbstractScaledHorizonSpec):
     """Figure 4: the dominant outcome of V = (mu/sqrt L) Id + eps G over betas x eps.
 
     The defaults are the ``quick`` sizes (three tokens in d = 3, the discrete network).
@@ -138,8 +111,9 @@ class HybridSpec(ScaledHorizon):
     command: ClassVar[str] = "hybrid"
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
     rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon, at_least_one_layer)
-    unused: ClassVar[dict[str, tuple[str, ...]]] = {
-        "exact": (*SAMPLING, "horizon_scale", "max_horizon")}
+    unused: ClassVar = {"method": {"exact": (*SAMPLING, "horizon_scale", "max_horizon")}}
+    law_only: ClassVar = {"method": "exact"}
+    label: ClassVar[str] = "{name} ({method}, n={tokens})"
     row_type: ClassVar[type] = HybridRow
     axes: ClassVar[dict[str, str]] = {"beta": "betas", "eps": "eps"}
     report_rank: ClassVar[int] = 40
@@ -162,19 +136,11 @@ class HybridSpec(ScaledHorizon):
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
     seed: int = param(0, **SEED)
 
-    def monte_carlo(self) -> bool:
-        """Whether the method simulates (all but ``exact``)."""
-        return self.method != "exact"
-
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid weights of noise
         ``eps``, the horizon of ``eps``."""
         return Simulation(self.method, self.tokens, point["beta"], self.dim,
                           Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]))
-
-    def progress(self, name: str) -> str:
-        """``NAME (method, n=tokens)``."""
-        return f"{name} ({self.method}, n={self.tokens})"
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""

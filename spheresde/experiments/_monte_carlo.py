@@ -1,8 +1,9 @@
 """The base of the Monte Carlo sweeps: a chunk is :func:`~._simulate.simulate_counts` of a
 point, from independent uniform tokens to the outcome at the horizon.
 
-A final spec (``phase``, ``hybrid``, ``tokens``, ``dominance``) has the fields
-``trajectories``, ``layers``, ``horizon``, ``tol``, ``absorb`` and ``seed``, and says
+A final spec (``phase``, ``hybrid``, ``tokens``, ``dominance``) declares the fields
+``trajectories``, ``layers``, ``horizon``, ``tol``, ``absorb`` and ``seed`` (checked when
+its class is created), and says
 what one point simulates (:meth:`AbstractMonteCarloSpec.simulation`); the key of a
 chunk, its counts, their check, the trajectories and steps of the plan and the rule of
 at least one layer are the same for all of them and live here.
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from .._network import network_depth
+from .._network import network_depth, reached_horizon
 from .._weights import AbstractWeights
 from ._simulate import counts_problem, simulate_counts
-from .engine._specs import AbstractChunkedSpec
-from .engine._store import Counts, chunk_seed
+from .engine import AbstractChunkedSpec, AbstractVar, Counts, chunk_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,25 +51,39 @@ def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
 
 
 class AbstractMonteCarloSpec(AbstractChunkedSpec):
-    """A sweep of two-token or many-token Monte Carlo (see the module docstring); the
-    fields are declared by each final spec, in its own order (the CSV columns and the
-    resume identity follow that order)."""
+    """A sweep of two-token or many-token Monte Carlo (see the module docstring).
 
-    trajectories: int
-    layers: int
-    horizon: float
-    tol: float
-    absorb: float
-    seed: int
+    The fields are declared by each final spec, in its own order (the CSV columns and
+    the resume identity follow that order). ``law_only``: ``{field: value}`` of the
+    choice that computes the rows from the law alone (``{"method": "exact"}``: its
+    chunks are empty, nothing is sampled). Its horizon is either fixed
+    (:class:`AbstractFixedHorizonSpec`) or a rule of the point
+    (:class:`~._hybrid.AbstractScaledHorizonSpec`): each implements
+    :meth:`~spheresde.experiments.AbstractChunkedSpec.shortened` and
+    :meth:`horizon_label`.
+    """
+
+    trajectories: AbstractVar[int]
+    layers: AbstractVar[int]
+    horizon: AbstractVar[float]
+    tol: AbstractVar[float]
+    absorb: AbstractVar[float]
+    seed: AbstractVar[int]
+    absorbing: ClassVar[str | None] = "absorb"
+    law_only: ClassVar[Mapping[str, str]] = {}
 
     @abc.abstractmethod
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """What ``point`` simulates (asked only when :meth:`monte_carlo` is true)."""
 
+    @abc.abstractmethod
+    def horizon_label(self) -> str:
+        """The horizon as reports print it, ``T = 50``."""
+
     def monte_carlo(self) -> bool:
-        """Whether the points are simulated (an ``exact`` method is not: its rows come
-        from the law itself and its chunks are empty)."""
-        return True
+        """Whether the points are simulated (not when a field has its :attr:`law_only`
+        value: the rows come from the law itself and the chunks are empty)."""
+        return not any(getattr(self, field) == value for field, value in self.law_only.items())
 
     def chunk(self, point: dict[str, Any], k: int, size: int) -> Counts:
         """Counts of chunk ``k`` (``size`` trajectories) of ``point``; nothing without
@@ -92,21 +107,12 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
         """``trajectories``, or 0 without Monte Carlo."""
         return self.trajectories if self.monte_carlo() else 0
 
-    def steps(self) -> int:
-        """``network_depth(horizon, layers)``, or 0 without Monte Carlo."""
-        return network_depth(self.horizon, self.layers) if self.monte_carlo() else 0
-
-    def shortened(self, steps: int) -> AbstractMonteCarloSpec:
-        """The spec with the horizon of ``steps`` layers."""
-        return dataclasses.replace(self, horizon=steps / self.layers)
-
-    def absorbs(self) -> bool:
-        """Whether early absorption is on (``absorb > 0``)."""
-        return self.absorb > 0
-
-    def horizon_label(self) -> str:
-        """The horizon as reports print it, ``T = 50``."""
-        return f"T = {self.horizon:g}"
+    def point_steps(self, point: dict[str, Any]) -> int:
+        """``network_depth`` of the point's horizon, the steps every method takes; 0
+        without Monte Carlo."""
+        if not self.monte_carlo():
+            return 0
+        return network_depth(self.simulation(point).horizon, self.layers)
 
     def sizes_label(self) -> str:
         """The Monte Carlo sizes as reports print them: trajectories, L, T and tol."""
@@ -114,4 +120,22 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
                 f"{self.horizon_label()}, tol = {self.tol:g}")
 
 
-__all__ = ["AbstractMonteCarloSpec", "Simulation", "at_least_one_layer"]
+class AbstractFixedHorizonSpec(AbstractMonteCarloSpec):
+    """A Monte Carlo sweep whose points all run to the one horizon ``T`` (``phase``,
+    ``tokens``): ``round(T L)`` steps of ``1/L``, to the depth-time :meth:`reached`."""
+
+    def reached(self) -> float:
+        """The depth-time every method's trajectories reach, where the laws are compared:
+        :func:`~spheresde._network.reached_horizon` of ``horizon`` and ``layers``."""
+        return reached_horizon(self.horizon, self.layers)
+
+    def shortened(self, steps: int) -> AbstractFixedHorizonSpec:
+        """The spec with the horizon of ``steps`` layers."""
+        return dataclasses.replace(self, horizon=steps / self.layers)
+
+    def horizon_label(self) -> str:
+        """``T = 50``."""
+        return f"T = {self.horizon:g}"
+
+
+__all__ = ["AbstractFixedHorizonSpec", "AbstractMonteCarloSpec", "Simulation", "at_least_one_layer"]

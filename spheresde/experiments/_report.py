@@ -8,9 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .engine._driver import AbstractResult, SweepResult
-from .engine._specs import ExperimentSpec, Section
-from .engine._store import atomic_write_text
+from .engine import AbstractResult, ExperimentSpec, Section, SweepResult, atomic_write_text
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"
 

@@ -1,234 +1,111 @@
 """Typed experiment specs: one frozen dataclass per experiment, everything else derived.
 
-A spec's fields are the experiment's parameters, each declared once with :func:`param`
-(type annotation, default, help text, validity check). From the spec class come the
-command-line options (:mod:`spheresde.cli`), and from a spec instance the presets'
-sizes, the resume identity and JSON metadata (:meth:`ExperimentSpec.params`), the CSV
-columns that echo the parameters (:meth:`ExperimentSpec.echo`) and the command line
-printed in reports (:meth:`ExperimentSpec.command_line`). Adding a parameter means adding
-one field to a spec and using it where it matters; the recipe is in the docs
-(:doc:`/contributing`).
+A spec's fields are the experiment's parameters, each declared once with
+:func:`~._params.param`. From the spec class come the command-line options
+(:mod:`spheresde.cli`), and from a spec instance the presets' sizes, the resume identity
+and JSON metadata (:meth:`ExperimentSpec.params`), the CSV columns that echo the
+parameters (:meth:`ExperimentSpec.echo`) and the command line printed in reports
+(:meth:`ExperimentSpec.command_line`). A spec runs itself (:meth:`ExperimentSpec.run`)
+and says what it would compute (:meth:`ExperimentSpec.plan`): :func:`run` and
+:func:`plan` ask the spec, whatever its class.
 
-Supported field types: ``int``, ``float``, ``bool``, ``str`` (a path, say), a ``Literal``
-of strings (choices), ``tuple[int, ...]`` (a list ``4,5,6``), ``tuple[float, ...]`` (a
-list ``0.5,1,2`` or a range ``start:stop:num``) and a tuple of a ``Literal`` (several
-choices, ``a,b``). Values are coerced to the declared type on construction, so
-``PhaseSpec(betas=(1, 2))`` and ``PhaseSpec(betas=(1.0, 2.0))`` are the same spec (and
-seed the same random numbers).
+**Abstract or final** (equinox's rule, checked when a class is created, so that a
+mistake fails at import with the name of what is wrong, not in the middle of a run):
+
+- a class whose name starts with ``Abstract`` is abstract; every other spec is final;
+- no class overrides a concrete method of a base: an abstract class declares abstract
+  methods, and the one class that implements one is the last word on it. A choice that
+  differs between specs is a class attribute (data), not an override: ``label`` (the
+  progress bar's text), ``unused``, ``absorbing``, ``together_by``...;
+- a final class implements every abstract method, gives a value to every class
+  attribute declared without one (``command``, ``summary``, ``row_type``, ``axes``),
+  and declares every field an abstract class declares with :class:`AbstractVar`
+  (``trajectories: AbstractVar[int]``: the base uses it, the final spec declares it
+  with its default and help, in its own order, which is the order of the CSV columns).
+
+Dunder methods (``__post_init__``) are outside the rule: a final spec may resolve a
+default before the checks and then call the base's.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import inspect
 import itertools
-import math
+import os
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Generic, TypeVar
 
-from ._store import Counts, format_value
+from . import _driver, _planning
+from ._chunks import Counts
+from ._params import BadParameters, Section, SpecField, field_kind, problem
+from ._planning import Plan
 
-Check = Callable[[Any], "str | None"]
-Section = tuple[str, list[tuple[str, str]]]
-"""A section of ``REPORT.md``: its Markdown text and its rows of the summary table
-(claim, our result)."""
-
-
-class BadParameters(ValueError):
-    """Parameters that no experiment can serve; the message says which and why."""
+T = TypeVar("T")
 
 
-# ---------------------------------------------------------------------------- checks
-# A check takes one value (one element of a tuple field) and returns None when it is
-# valid, or the end of a sentence saying what it must be.
+class AbstractVar(Generic[T]):
+    """The annotation of a field that an abstract spec uses and every final spec must
+    declare (``trajectories: AbstractVar[int]``): a final spec without it is refused
+    when its class is created, with the field's name."""
 
 
-def greater_than(low: float | int) -> Check:
-    """Values must be ``> low``."""
-    return lambda v: None if v > low else f"must be > {low:g}"
+def _is_abstract(cls: type) -> bool:
+    return cls.__name__.startswith("Abstract") or cls is ExperimentSpec
 
 
-def at_least(low: float | int) -> Check:
-    """Values must be ``>= low``."""
-    return lambda v: None if v >= low else f"must be >= {low:g}"
+def _annotations(cls: type) -> dict[str, str]:
+    """The class's own annotations as text (``from __future__ import annotations``)."""
+    return {name: str(value) for name, value in vars(cls).get("__annotations__", {}).items()}
 
 
-def between(low: float | int, high: float | int) -> Check:
-    """Values must lie in the open interval ``(low, high)``."""
-    return lambda v: None if low < v < high else f"must be in ({low:g}, {high:g})"
+def _is_method(value: Any) -> bool:
+    return inspect.isfunction(value) or isinstance(value, classmethod | staticmethod | property)
 
 
-def param(default: Any, help: str, *, check: Check | None = None,
-          metavar: str | None = None, added: bool = False) -> Any:
-    """A spec field: its default, its help text and its validity check.
-
-    ``help`` is the sentence shown by ``spheresde COMMAND --help`` (the default is
-    appended there); ``check`` applies to the value, or to each element of a tuple field.
-    ``added``: a parameter added after sweeps were stored; at its default it is left out
-    of the resume identity, the CSV columns and the command line, so that those sweeps,
-    which ran with that default, still resume.
-    """
-    return dataclasses.field(default=default,
-                             metadata={"help": help, "check": check, "metavar": metavar,
-                                       "added": added})
-
-
-# The parameters several experiments share: keyword arguments of :func:`param`, so that
-# their help text and check are written once (``trajectories: int = param(400, **SAMPLES)``).
-BETAS = {"help": "inverse temperatures beta: a list 0.5,1,2 or start:stop:num",
-         "check": at_least(0.0)}
-SAMPLES = {"help": "Monte Carlo samples per grid point", "check": greater_than(0)}
-LAYERS = {"help": "layers per unit of depth-time; step dt = 1/L", "check": greater_than(0),
-          "metavar": "L"}
-HORIZON = {"help": "depth-time horizon; round(T*L) layers in all", "check": greater_than(0.0),
-           "metavar": "T"}
-TOL_MIN = 2.0**-53  # below it 1 - tol rounds to 1 in float64: artanh(1 - tol) is infinite
-TOL = {"help": "outcome tolerance on inner products",
-       "check": lambda v: None if TOL_MIN <= v < 1 else
-       f"must be in [{TOL_MIN:.2g}, 1) (below, 1 - tol is 1 in float64 and the outcome "
-       "threshold artanh(1 - tol) is infinite)"}
-SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
-SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
-ABSORB = {"help": "early absorption bound: a two-token trajectory stops once its chance of "
-                  "returning to the classification boundary is below this (0: off; see "
-                  "the scaling docs)",
-          "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
-
-
-# ---------------------------------------------------------------------------- field types
+def _check_class(cls: type) -> None:
+    """Equinox's rule (see the module docstring) for a new spec class ``cls``."""
+    for name, value in vars(cls).items():
+        if not _is_method(value) or (name.startswith("__") and name.endswith("__")):
+            continue
+        for base in cls.__mro__[1:]:
+            if name in vars(base):
+                if not getattr(vars(base)[name], "__isabstractmethod__", False):
+                    raise TypeError(
+                        f"{cls.__name__}.{name} overrides {base.__name__}.{name}, a concrete "
+                        "method: a spec implements abstract methods only; make the choice a "
+                        f"class attribute, or declare {base.__name__}.{name} abstract")
+                break
+    if _is_abstract(cls):
+        return
+    missing = sorted(name for name in dir(cls)
+                     if getattr(getattr(cls, name, None), "__isabstractmethod__", False))
+    if missing:
+        raise TypeError(f"{cls.__name__} is final but does not implement "
+                        f"{', '.join(missing)} (abstract in its bases)")
+    declared = {name for klass in cls.__mro__ for name, text in _annotations(klass).items()
+                if not text.startswith(("AbstractVar", "ClassVar"))}
+    for klass in reversed(cls.__mro__):
+        for name, text in _annotations(klass).items():
+            if text.startswith("ClassVar") and not any(name in vars(k) for k in cls.__mro__):
+                raise TypeError(f"{cls.__name__} must set the class attribute `{name}` "
+                                f"(declared by {klass.__name__})")
+            if text.startswith("AbstractVar") and name not in declared:
+                raise TypeError(f"{cls.__name__} must declare the field `{name}` (declared "
+                                f"abstract by {klass.__name__}, which uses it), e.g. "
+                                f"`{name}: {text[12:-1]} = param(...)`")
+    for field in cls.unused:
+        if field not in declared:
+            raise TypeError(f"{cls.__name__}.unused names `{field}`, which is not a field")
 
 
-@dataclasses.dataclass(frozen=True)
-class FieldKind:
-    """How one spec field is typed: its element type, whether it is a tuple, its choices."""
-
-    element: type
-    is_tuple: bool = False
-    choices: tuple[str, ...] | None = None
-
-    def coerce(self, value: Any) -> Any:
-        """``value`` in the declared type (tuples of elements, numbers as int or float)."""
-        if self.is_tuple:
-            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
-                raise TypeError(f"expected a sequence, got {value!r}")
-            return tuple(self._one(v) for v in value)
-        return self._one(value)
-
-    def _one(self, value: Any) -> Any:
-        if self.choices is not None or self.element is str:
-            return str(value)
-        if self.element is bool:
-            if not isinstance(value, bool):
-                raise TypeError(f"expected True or False, got {value!r}")
-            return value
-        if self.element is int:
-            if isinstance(value, bool) or int(value) != value:
-                raise TypeError(f"expected an integer, got {value!r}")
-            return int(value)
-        return float(value)
-
-    def parse(self, text: str) -> Any:
-        """Parse command-line text: a number, a choice, or a list / range for tuples."""
-        text = text.strip()
-        if not self.is_tuple:
-            return self._parse_one(text)
-        if ":" in text and self.element is float:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError(f"{text!r}: a range is start:stop:num")
-            start, stop = (self._parse_one(p) for p in parts[:2])
-            num = FieldKind(int)._parse_one(parts[2])
-            if num < 1:
-                raise ValueError(f"{text!r}: num must be >= 1")
-            if stop < start:
-                raise ValueError(f"{text!r}: stop must be >= start")
-            step = (stop - start) / (num - 1) if num > 1 else 0.0
-            # 12 significant digits: grid keys stay the numbers a user would type
-            return tuple(float(f"{start + k * step:.12g}") for k in range(num))
-        parts = text.split(",")
-        if any(not p.strip() for p in parts):
-            raise ValueError(f"{text!r}: an empty entry in the list (two commas, or a comma "
-                             f"at an end)")
-        return tuple(self._parse_one(p) for p in parts)
-
-    def _parse_one(self, text: str) -> Any:
-        text = text.strip()
-        if self.choices is not None or self.element is str:
-            return text
-        if self.element is int:
-            try:
-                return int(text)
-            except ValueError:
-                raise ValueError(f"{text!r} is not an integer") from None
-        try:
-            return float(text)  # finiteness is one of the checks of problem()
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
-
-    def spell(self, value: Any) -> str:
-        """The command-line text of ``value`` (the inverse of :meth:`parse`)."""
-        if self.is_tuple:
-            return ",".join(format_value(v) for v in value)
-        return format_value(value)
-
-
-def field_kind(annotation: Any) -> FieldKind:
-    """The :class:`FieldKind` of a resolved type annotation."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Literal:
-        return FieldKind(str, choices=tuple(typing.get_args(annotation)))
-    if origin is tuple:
-        element, ellipsis = typing.get_args(annotation)
-        if ellipsis is Ellipsis and typing.get_origin(element) is typing.Literal:
-            return FieldKind(str, is_tuple=True, choices=tuple(typing.get_args(element)))
-        if ellipsis is not Ellipsis or element not in (int, float):
-            raise TypeError(f"unsupported spec field type {annotation!r}")
-        return FieldKind(element, is_tuple=True)
-    if annotation in (int, float, bool, str):
-        return FieldKind(annotation)
-    raise TypeError(f"unsupported spec field type {annotation!r}")
-
-
-def problem(kind: FieldKind, check: Check | None, value: Any) -> str | None:
-    """What is wrong with an already typed ``value`` (None when it is valid)."""
-    values = value if kind.is_tuple else (value,)
-    if kind.is_tuple:
-        if not values:
-            return "the list is empty"
-        if len(set(values)) != len(values):
-            return f"{kind.spell(value)!r} repeats a value"
-    for v in values:
-        if kind.choices is not None and v not in kind.choices:
-            return f"{v!r} is not one of {', '.join(kind.choices)}"
-        if isinstance(v, float) and not math.isfinite(v):
-            return f"{v!r} is not a finite number"
-        message = check(v) if check is not None else None
-        if message:
-            return f"{format_value(v)!r} {message}"
-    return None
-
-
-# ---------------------------------------------------------------------------- specs
-
-
-@dataclasses.dataclass(frozen=True)
-class SpecField:
-    """One parameter of a spec, as the CLI and the docs see it."""
-
-    name: str
-    kind: FieldKind
-    default: Any
-    help: str
-    check: Check | None
-    metavar: str | None
-    added: bool = False
-
-    @property
-    def flag(self) -> str:
-        """The command-line option, ``--name`` (underscores become hyphens)."""
-        return "--" + self.name.replace("_", "-")
+def _checked_out(out: str | os.PathLike) -> None:
+    if not os.fspath(out).strip():
+        raise BadParameters("the output directory is empty; give one, e.g. 'results' "
+                            "('.' for the current directory)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,30 +114,49 @@ class ExperimentSpec(abc.ABC):
 
     Class attributes of every spec: ``command`` (the ``spheresde`` sub-command),
     ``summary`` (one line of help), ``rules`` (checks that involve several fields, each
-    ``spec -> message or None``) and ``unused`` (per value of the spec's ``method`` field,
-    the fields that method ignores: they are left out of the resume identity, the
-    metadata and the CSV). ``report_rank`` orders the sections of ``REPORT.md`` (the
-    paper's order; a new experiment's section comes after the paper's). ``stores``: the
-    runs write resumable stores (they take ``overwrite``, ``prune`` and ``wait``);
-    ``runs_in_chunks``: their Monte Carlo runs in chunks (they take ``chunk_size``,
-    ``workers`` and ``scheduler``).
+    ``spec -> message or None``), ``unused`` (``{field: {value: fields}}``: the fields
+    that a value of ``field`` ignores, such as the sampling sizes of an exact
+    ``method``; they are left out of the resume identity, the metadata and the CSV) and
+    ``label`` (the text of the progress bar, a format string of the run's ``name`` and
+    the fields as the command line spells them). ``report_rank`` orders the sections of
+    ``REPORT.md`` (the paper's order; a new experiment's section comes after the
+    paper's). ``stores``: the runs write resumable stores (they take ``overwrite``,
+    ``prune`` and ``wait``); ``runs_in_chunks``: their Monte Carlo runs in chunks (they
+    take ``chunk_size``, ``workers`` and ``scheduler``).
     """
 
     command: ClassVar[str]
     summary: ClassVar[str]
     rules: ClassVar[tuple[Callable[[Any], str | None], ...]] = ()
-    unused: ClassVar[dict[str, tuple[str, ...]]] = {}
+    unused: ClassVar[Mapping[str, Mapping[Any, tuple[str, ...]]]] = {}
+    label: ClassVar[str] = "{name}"
     report_rank: ClassVar[int] = 100
     stores: ClassVar[bool] = False
     runs_in_chunks: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_class(cls)
+
+    @abc.abstractmethod
+    def run(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+            name: str | None = None) -> _driver.AbstractResult:
+        """Run the experiment into the directory ``out`` (``name``: the file stem of its
+        store, by default the ``command``); its ``summary()`` says what it wrote."""
+
+    @abc.abstractmethod
+    def plan(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+             name: str | None = None) -> Plan:
+        """What :meth:`run` would compute in ``out`` (the lines ``--dry-run`` prints) and
+        about how long it would take, without writing anything."""
+
     @classmethod
+    @abc.abstractmethod
     def report_section(cls, results: Mapping[str, Any],
                        notes: Mapping[str, str]) -> Section | None:
         """The section of ``REPORT.md`` from the results of this experiment's runs (by
         run name), or None for no section; ``notes`` are sentences of the whole run
         by run name (for example, which data set a training run used and why)."""
-        return None
 
     def __post_init__(self):
         for spec_field in self.spec_fields():
@@ -289,15 +185,16 @@ class ExperimentSpec(abc.ABC):
         )
 
     def _used(self) -> list[SpecField]:
-        skip = self.unused.get(self.method, ()) if self.unused else ()
+        skip = {name for field, by_value in self.unused.items()
+                for name in by_value.get(getattr(self, field), ())}
         return [f for f in self.spec_fields() if f.name not in skip
                 and not (f.added and getattr(self, f.name) == f.default)]
 
     def params(self) -> dict[str, Any]:
         """The parameters that determine the results, JSON-ready (tuples as lists).
 
-        This is the resume identity of a sweep and its metadata; fields the chosen
-        ``method`` ignores are left out.
+        This is the resume identity of a sweep and its metadata; fields that the chosen
+        value of another field ignores (:attr:`unused`) are left out.
         """
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
                 for f in self._used()}
@@ -334,57 +231,66 @@ class ExperimentSpec(abc.ABC):
             raise BadParameters(f"{cls.command}: unknown parameters {extra}")
         return cls(**values)
 
+    def progress(self, name: str) -> str:
+        """The label of the progress bar of the run ``name``: :attr:`label` with the run's
+        name and the fields spelled as on the command line."""
+        values = {f.name: f.kind.spell(getattr(self, f.name)) for f in self.spec_fields()}
+        return self.label.format(name=name, **values)
 
 
 class AbstractSweepSpec(ExperimentSpec):
     """A resumable sweep: a grid of points, typed rows, a figure and a report section.
 
     A final spec sets ``row_type`` (the row dataclass, whose fields are the CSV columns
-    before the echoed parameters) and ``axes`` (point coordinate -> grid field, outermost
-    first: :meth:`points` is their product), implements :meth:`plot` and
-    :meth:`report_section`, and runs its points either in chunks
-    (:class:`AbstractChunkedSpec`) or whole (:class:`AbstractPointSpec`);
-    :func:`~spheresde.experiments.run_sweep` runs any of them.
+    before the echoed parameters), implements :meth:`plot` and :meth:`report_section`,
+    and runs its points either in chunks (:class:`AbstractChunkedSpec`, whose grid is
+    its ``axes``) or whole (:class:`AbstractPointSpec`, which lists its points).
     """
 
     row_type: ClassVar[type]
-    axes: ClassVar[dict[str, str]]
     stores: ClassVar[bool] = True
 
+    @abc.abstractmethod
     def points(self) -> list[dict[str, Any]]:
-        """The grid: every combination of the :attr:`axes` fields' values, the first axis
-        outermost, as ``{coordinate: value}``."""
-        names = list(self.axes)
-        grids = (getattr(self, field) for field in self.axes.values())
-        return [dict(zip(names, values, strict=True)) for values in itertools.product(*grids)]
-
-    def progress(self, name: str) -> str:
-        """The label of the progress bar of the run ``name``."""
-        return name
+        """The grid, as ``{coordinate: value}`` (the coordinates are the first fields of a
+        row, the point's key in the store)."""
 
     @abc.abstractmethod
     def plot(self, rows: list[Any], path: Path) -> Path:
         """Draw the figure of ``rows`` into ``path``; return it."""
-
-    @classmethod
-    @abc.abstractmethod
-    def report_section(cls, results: Mapping[str, Any],
-                       notes: Mapping[str, str]) -> Section | None:
-        """The section of ``REPORT.md`` (see :meth:`ExperimentSpec.report_section`)."""
 
 
 class AbstractChunkedSpec(AbstractSweepSpec):
     """A sweep whose points are Monte Carlo in chunks: :meth:`samples` trajectories a
     point, split into chunks of the run's chunk size, each a pure function of the seed,
     the point and the chunk index (so that it may run on any worker, in any order).
+
+    A final spec sets ``axes`` (point coordinate -> grid field, outermost first:
+    :meth:`points` is their product) and implements :meth:`chunk`, :meth:`check`,
+    :meth:`finish`, :meth:`samples`, :meth:`point_steps` and :meth:`shortened`.
+    ``absorbing`` names the field whose positive value lets trajectories stop early
+    (None: they never do); the plan then probes what share of the steps is run.
     """
 
+    axes: ClassVar[dict[str, str]]
+    absorbing: ClassVar[str | None] = None
     runs_in_chunks: ClassVar[bool] = True
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every combination of the :attr:`axes` fields' values, the first axis outermost."""
+        names = list(self.axes)
+        grids = (getattr(self, field) for field in self.axes.values())
+        return [dict(zip(names, values, strict=True)) for values in itertools.product(*grids)]
 
     @abc.abstractmethod
     def chunk(self, point: dict[str, Any], k: int, size: int) -> Counts:
         """Integer counts of chunk ``k`` (``size`` trajectories) of ``point``, keyed by
         :func:`~spheresde.experiments.chunk_seed` of the seed, the point and ``k``."""
+
+    @abc.abstractmethod
+    def check(self, counts: Counts, size: int) -> str | None:
+        """What is wrong with stored counts of a chunk of ``size`` (None: nothing); a
+        chunk that fails is computed again."""
 
     @abc.abstractmethod
     def finish(self, point: dict[str, Any], counts: list[Counts]) -> Any:
@@ -395,52 +301,52 @@ class AbstractChunkedSpec(AbstractSweepSpec):
         """Trajectories per point (0: no Monte Carlo, one chunk of no trajectories)."""
 
     @abc.abstractmethod
-    def steps(self) -> int:
-        """Steps of one trajectory (averaged over the points when they differ), for the
-        ``--dry-run`` plan."""
-
-    def check(self, counts: Counts, size: int) -> str | None:
-        """What is wrong with stored counts of a chunk of ``size`` (None: nothing); a
-        chunk that fails is computed again. By default nothing is checked."""
-        return None
-
-    def shortened(self, steps: int) -> AbstractChunkedSpec:
-        """The spec with trajectories of ``steps`` steps, for the plan's calibration (by
-        default the spec itself)."""
-        return self
-
     def point_steps(self, point: dict[str, Any]) -> int:
-        """Steps of one trajectory at ``point``, for the plan (by default :meth:`steps`)."""
-        return self.steps()
+        """Steps of one trajectory at ``point``, for the ``--dry-run`` plan."""
+
+    @abc.abstractmethod
+    def shortened(self, steps: int) -> AbstractChunkedSpec:
+        """The spec with trajectories of ``steps`` steps, for the plan's calibration."""
+
+    def steps(self) -> int:
+        """Steps of one trajectory, averaged over the points (the plan's line)."""
+        return round(sum(map(self.point_steps, self.points())) / len(self.points()))
 
     def varying_steps(self) -> bool:
         """Whether the points' trajectories have different numbers of steps."""
-        return False
+        return len(set(map(self.point_steps, self.points()))) > 1
 
     def absorbs(self) -> bool:
-        """Whether trajectories stop early (the plan then probes what share is run)."""
-        return False
+        """Whether trajectories stop early (the field :attr:`absorbing` is positive)."""
+        return self.absorbing is not None and getattr(self, self.absorbing) > 0
 
+    def run(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+            name: str | None = None) -> _driver.SweepResult:
+        """The sweep's missing chunks on the executor of ``options``, into
+        ``out/NAME.csv`` (:func:`~._driver.run_chunked`); re-running resumes."""
+        return _driver.run_chunked(self, out, options, name=name or self.command)
 
-class Plan(NamedTuple):
-    """What ``--dry-run`` says of one sweep: the lines it prints, and the estimated wall
-    time in seconds (None when the run would refuse)."""
-
-    lines: list[str]
-    seconds: float | None
+    def plan(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+             name: str | None = None) -> Plan:
+        """The chunks left and their priced wall time (:mod:`~._planning`)."""
+        return _planning.plan_chunked(self, Path(out), name or self.command,
+                                      options or _driver.RunOptions())
 
 
 class AbstractPointSpec(AbstractSweepSpec):
     """A sweep whose points are computed whole in this process (no chunks, no Dask), each
-    giving one row or several. Points with the same :meth:`together` are computed together,
-    by one call of :meth:`compute` (one compiled program, say), and stored one by one as
-    soon as that call returns: an interrupted batch is computed again, a finished one
-    is kept."""
+    giving one row or several. Points with the same coordinates :attr:`together_by` are
+    computed together, by one call of :meth:`compute` (one compiled program, say), and
+    stored one by one as soon as that call returns: an interrupted batch is computed
+    again, a finished one is kept. A final spec implements :meth:`points`,
+    :meth:`prepare`, :meth:`compute` and :meth:`estimate`."""
 
-    def together(self, point: dict[str, Any]) -> Any:
-        """The points that share this value (hashable) are computed together; by default
-        each point alone."""
-        return tuple(sorted(point.items()))
+    together_by: ClassVar[tuple[str, ...]] = ()
+
+    def together(self, point: dict[str, Any]) -> tuple:
+        """The points that share this value are computed together: their coordinates
+        :attr:`together_by` (none: each point alone)."""
+        return tuple(point[c] for c in self.together_by) or tuple(sorted(point.items()))
 
     @abc.abstractmethod
     def prepare(self) -> dict[str, Any]:
@@ -452,26 +358,74 @@ class AbstractPointSpec(AbstractSweepSpec):
         """The rows of each of ``points`` (points of one :meth:`together`), in their order."""
 
     @abc.abstractmethod
-    def plan(self, name: str, pending: list[dict[str, Any]]) -> Plan:
+    def estimate(self, name: str, pending: list[dict[str, Any]]) -> Plan:
         """What ``--dry-run`` prints for the run ``name`` whose ``pending`` points are not
         stored yet, and its estimate of their wall time, priced by a calibration in
         this process (a :class:`Plan`)."""
+
+    def run(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+            name: str | None = None) -> _driver.SweepResult:
+        """The missing points, computed in this process (:func:`~._driver.run_points`)."""
+        return _driver.run_points(self, out, options, name=name or self.command)
+
+    def plan(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
+             name: str | None = None) -> Plan:
+        """:meth:`estimate` of the points not stored (:func:`~._planning.plan_points`)."""
+        return _planning.plan_points(self, Path(out), name or self.command,
+                                     options or _driver.RunOptions())
+
+
+def run(spec: ExperimentSpec, out: str | os.PathLike,
+        options: _driver.RunOptions | None = None) -> _driver.AbstractResult:
+    """Run ``spec`` into the directory ``out`` (:meth:`ExperimentSpec.run`); its
+    ``summary()`` says what it wrote."""
+    _checked_out(out)
+    return spec.run(out, options)
+
+
+def plan(spec: ExperimentSpec, out: str | os.PathLike,
+         options: _driver.RunOptions | None = None) -> list[str]:
+    """What :func:`run` would compute, as the lines ``--dry-run`` prints: the points and
+    chunks left, their trajectory-steps and a wall-time estimate. Nothing is written."""
+    _checked_out(out)
+    return spec.plan(out, options).lines
+
+
+def run_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+              options: _driver.RunOptions | None = None, *,
+              name: str | None = None) -> _driver.SweepResult:
+    """Run the sweep ``spec`` into ``out/NAME.csv`` (``name``: the file stem, by default
+    the spec's command) and draw ``NAME.png``; re-running resumes (:meth:`spec.run
+    <ExperimentSpec.run>`)."""
+    return spec.run(out, options, name=name)
+
+
+def estimate_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+                   options: _driver.RunOptions | None = None, *,
+                   name: str | None = None) -> Plan:
+    """:func:`plan_sweep`'s lines and the estimated wall time in seconds (a
+    :class:`~spheresde.experiments.Plan`; :meth:`spec.plan <ExperimentSpec.plan>`)."""
+    return spec.plan(out, options, name=name)
+
+
+def plan_sweep(spec: AbstractSweepSpec, out: str | os.PathLike,
+               options: _driver.RunOptions | None = None, *,
+               name: str | None = None) -> list[str]:
+    """The lines ``--dry-run`` prints for the sweep ``spec``; nothing is written."""
+    return estimate_sweep(spec, out, options, name=name).lines
 
 
 __all__ = [
     "AbstractChunkedSpec",
     "AbstractPointSpec",
     "AbstractSweepSpec",
+    "AbstractVar",
     "BadParameters",
     "ExperimentSpec",
-    "FieldKind",
     "Plan",
-    "Section",
-    "SpecField",
-    "at_least",
-    "between",
-    "field_kind",
-    "greater_than",
-    "param",
-    "problem",
+    "estimate_sweep",
+    "plan",
+    "plan_sweep",
+    "run",
+    "run_sweep",
 ]

@@ -10,7 +10,7 @@ import pytest
 from spheresde import two_token
 from spheresde.experiments import SCALES, BadParameters, DominanceRow, DominanceSpec, HybridSpec
 from spheresde.experiments._edges import bootstrap_edges, dominance_edges, edge
-from spheresde.experiments._hybrid import scaled_horizon
+from spheresde.experiments._monte_carlo import scaled_horizon
 
 # ---------------------------------------------------------------------------- horizon rule
 

@@ -101,6 +101,17 @@ def last_run(out):
     return json.loads((out / "coin.json").read_text())["runs"][-1]
 
 
+def test_the_recipe_is_this_experiment_to_the_letter():
+    """The recipe of ``docs/contributing.rst`` shows this file's row and spec, whole: what
+    it tells a contributor to write is what these tests run."""
+    import inspect
+    import textwrap
+
+    recipe = (Path(__file__).parents[1] / "docs" / "contributing.rst").read_text()
+    code = inspect.getsource(CoinRow) + "\n\n" + inspect.getsource(CoinSpec)
+    assert textwrap.indent(code, "    ", lambda line: line.strip() != "") in recipe
+
+
 def test_a_new_experiment_plans_runs_resumes_and_reports(coin, tmp_path, capsys):
     out = tmp_path / "o"
     assert main([*ARGS, "--out", str(out), "--dry-run"]) == 0

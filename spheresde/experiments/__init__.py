@@ -20,8 +20,13 @@ from __future__ import annotations
 from ._dominance import DominanceRow, DominanceSpec
 from ._edges import EdgeRow, FitRow, dominance_edges
 from ._field import FieldResult, FieldSpec, run_field
-from ._hybrid import AbstractScaledHorizonSpec, HybridRow, HybridSpec
-from ._monte_carlo import AbstractFixedHorizonSpec, AbstractMonteCarloSpec, Simulation
+from ._hybrid import HybridRow, HybridSpec
+from ._monte_carlo import (
+    AbstractFixedHorizonSpec,
+    AbstractMonteCarloSpec,
+    AbstractScaledHorizonSpec,
+    Simulation,
+)
 from ._phase import PhaseRow, PhaseSpec
 from ._reproduce import ReproduceResult, ReproduceSpec, reproduce
 from ._scales import PAPER, QUICK, SCALES, SMOKE

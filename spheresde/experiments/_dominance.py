@@ -27,8 +27,14 @@ from .._outcomes import DEFAULT_TOL
 from .._weights import Hybrid
 from ._agreement import BAND, mc_agreement, z_score
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
-from ._hybrid import HORIZON_SCALE, MAX_HORIZON, AbstractScaledHorizonSpec, _cap_above_horizon
-from ._monte_carlo import Simulation, at_least_one_layer
+from ._monte_carlo import (
+    HORIZON_SCALE,
+    MAX_HORIZON,
+    AbstractScaledHorizonSpec,
+    Simulation,
+    at_least_one_layer,
+    cap_above_horizon,
+)
 from ._report import sweep_meta, table
 from .engine import Section, at_least, atomic_write_text, greater_than, param
 
@@ -77,7 +83,7 @@ class DominanceSpec(AbstractScaledHorizonSpec):
 
     command: ClassVar[str] = "dominance"
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
-    rules: ClassVar[tuple] = (_cap_above_horizon, at_least_one_layer, _two_eps_at_least)
+    rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least)
     row_type: ClassVar[type] = DominanceRow
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "dim": "dims", "beta": "betas",
                                       "eps": "eps"}

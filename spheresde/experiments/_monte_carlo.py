@@ -14,12 +14,15 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from .._network import network_depth, reached_horizon
 from .._weights import AbstractWeights
 from ._simulate import counts_problem, simulate_counts
-from .engine import AbstractChunkedSpec, AbstractVar, Counts, chunk_seed
+from .engine import AbstractChunkedSpec, AbstractVar, Counts, at_least, chunk_seed
+
+Method = Literal["exact", "reduced", "particles", "discrete"]
+SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what Monte Carlo needs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +61,7 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
     choice that computes the rows from the law alone (``{"method": "exact"}``: its
     chunks are empty, nothing is sampled). Its horizon is either fixed
     (:class:`AbstractFixedHorizonSpec`) or a rule of the point
-    (:class:`~._hybrid.AbstractScaledHorizonSpec`): each implements
+    (:class:`AbstractScaledHorizonSpec`): each implements
     :meth:`~spheresde.experiments.AbstractChunkedSpec.shortened` and
     :meth:`horizon_label`.
     """
@@ -138,4 +141,69 @@ class AbstractFixedHorizonSpec(AbstractMonteCarloSpec):
         return f"T = {self.horizon:g}"
 
 
-__all__ = ["AbstractFixedHorizonSpec", "AbstractMonteCarloSpec", "Simulation", "at_least_one_layer"]
+HORIZON_SCALE = {
+    "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
+            "grows like 1/eps^2 (0: the fixed horizon T)",
+    "check": at_least(0.0)}
+MAX_HORIZON = {"help": "cap on c / eps^2 in T(eps) (0: no cap; never below T)",
+               "check": at_least(0.0)}
+
+
+def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers: int) -> float:
+    """The depth-time horizon of a point at noise ``eps``: ``max(T, min(c / eps^2, cap))``
+    (``cap`` 0: none), rounded to whole layers (``round(T L) / L``, what is simulated).
+
+    With ``scale`` 0 it is the fixed ``horizon`` (rounded as the simulators round it).
+    """
+    wanted = scale / eps**2 if scale > 0 else 0.0
+    if cap > 0:
+        wanted = min(wanted, cap)
+    return reached_horizon(max(horizon, wanted), layers)
+
+
+class AbstractScaledHorizonSpec(AbstractMonteCarloSpec):
+    """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``): a point at noise
+    ``eps`` runs to :func:`scaled_horizon`, for a spec with the fields ``horizon``,
+    ``horizon_scale``, ``max_horizon`` and ``layers`` (declared by each final spec, in its
+    own order: the CSV columns and the resume identity follow that order)."""
+
+    horizon_scale: AbstractVar[float]
+    max_horizon: AbstractVar[float]
+
+    def point_horizon(self, eps: float) -> float:
+        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
+        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
+                              self.layers)
+
+    def shortened(self, steps: int) -> AbstractScaledHorizonSpec:
+        """The spec with the fixed horizon of ``steps`` layers (``horizon_scale`` 0)."""
+        return dataclasses.replace(self, horizon=steps / self.layers, horizon_scale=0.0)
+
+    def horizon_label(self) -> str:
+        """``T = 50``, or the rule ``T = max(50, 4/eps^2) <= 800`` when the horizon scales."""
+        if self.horizon_scale == 0:
+            return f"T = {self.horizon:g}"
+        cap = f" <= {self.max_horizon:g}" if self.max_horizon > 0 else ""
+        return f"T = max({self.horizon:g}, {self.horizon_scale:g}/eps^2){cap}"
+
+
+def cap_above_horizon(spec) -> str | None:
+    if 0 < spec.max_horizon < spec.horizon:
+        return (f"`max_horizon={spec.max_horizon:g}` is below `horizon={spec.horizon:g}`; "
+                "raise it or pass 0 (no cap)")
+    return None
+
+
+__all__ = [
+    "HORIZON_SCALE",
+    "MAX_HORIZON",
+    "SAMPLING",
+    "AbstractFixedHorizonSpec",
+    "AbstractMonteCarloSpec",
+    "AbstractScaledHorizonSpec",
+    "Method",
+    "Simulation",
+    "at_least_one_layer",
+    "cap_above_horizon",
+    "scaled_horizon",
+]

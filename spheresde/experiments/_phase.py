@@ -16,13 +16,17 @@ from .._outcomes import DEFAULT_TOL
 from .._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
-from ._monte_carlo import AbstractFixedHorizonSpec, Simulation, at_least_one_layer
+from ._monte_carlo import (
+    SAMPLING,
+    AbstractFixedHorizonSpec,
+    Method,
+    Simulation,
+    at_least_one_layer,
+)
 from ._report import pm, table
 from .engine import Section, at_least, param
 
 METHODS = ("exact", "reduced", "particles", "discrete")
-Method = Literal["exact", "reduced", "particles", "discrete"]
-SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Monte Carlo method needs
 #: The methods whose chain has a derived first-order law (two_token.outcome_probabilities'
 #: ``chain``): the network itself and the Euler chain of the reduced SDE.
 CHAIN = {"discrete": "network", "reduced": "reduced"}

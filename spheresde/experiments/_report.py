@@ -134,7 +134,7 @@ def _footer(results: Mapping[str, AbstractResult]) -> list[str]:
 def sections(results: Mapping[str, AbstractResult],
              notes: Mapping[str, str]) -> list[Section]:
     """The sections of the experiments that ran, each from its spec's
-    :meth:`~._spec.ExperimentSpec.report_section` given the results of that spec's class
+    :meth:`~.engine.ExperimentSpec.report_section` given the results of that spec's class
     (by run name, in run order), ordered by the classes' ``report_rank``."""
     by_class: dict[type[ExperimentSpec], dict[str, AbstractResult]] = {}
     for name, result in results.items():

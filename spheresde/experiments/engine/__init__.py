@@ -4,7 +4,8 @@
 - :mod:`._specs`: the abstract specs and equinox's rule for them, :func:`run` and
   :func:`plan` (which ask the spec);
 - :mod:`._store`: a sweep's files (CSV, JSON metadata with digests, the chunk cache),
-  :mod:`._lock` (one writer), :mod:`._chunks` (chunk sizes and seeds);
+  :mod:`._lock` (one writer), :mod:`._chunks` (chunk sizes and seeds, the cache of
+  finished chunks), :mod:`._files` (atomic writes);
 - :mod:`._driver`: the loop that fills a store, with its progress bar, and the run
   options; :mod:`._executors`: where chunks run (this process, Dask);
 - :mod:`._planning`: ``--dry-run``, what a run would compute and how long it would take.
@@ -15,7 +16,7 @@ model of the core (``tests/test_layers.py`` checks both).
 
 from __future__ import annotations
 
-from ._chunks import Counts, chunk_seed, chunk_sizes, point_seed
+from ._chunks import ChunkCache, Counts, chunk_seed, chunk_sizes, point_seed
 from ._driver import (
     AbstractResult,
     RunOptions,
@@ -24,6 +25,7 @@ from ._driver import (
     compute_points,
 )
 from ._errors import CorruptStore, ParameterMismatch, StoreLocked, StoreWarning
+from ._files import atomic_write_text, oserror_for
 from ._params import (
     BadParameters,
     FieldKind,
@@ -50,7 +52,7 @@ from ._specs import (
     run_sweep,
 )
 from ._spelling import format_value
-from ._store import Sweep, atomic_write_text, oserror_for
+from ._store import Sweep
 
 __all__ = [
     "AbstractChunkedSpec",
@@ -59,6 +61,7 @@ __all__ = [
     "AbstractSweepSpec",
     "AbstractVar",
     "BadParameters",
+    "ChunkCache",
     "CorruptStore",
     "Counts",
     "ExperimentSpec",

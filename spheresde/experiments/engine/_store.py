@@ -55,47 +55,18 @@ import dataclasses
 import io
 import json
 import os
-import tempfile
 import typing
-import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ._chunks import Counts
-from ._errors import CorruptStore, ParameterMismatch, StoreWarning
+from ._chunks import ChunkCache, Counts
+from ._errors import CorruptStore, ParameterMismatch
+from ._files import atomic_write_text
 from ._lock import WriterLock
 from ._spelling import format_value
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` in one step (temporary file, fsync, :func:`os.replace`)."""
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise oserror_for(err, path) from err
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users
-        os.replace(tmp, path)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise oserror_for(err, path) from err
-        raise
-
-
-def oserror_for(err: OSError, path: str | os.PathLike) -> OSError:
-    """``err`` about ``path``, the file it was for, not its temporary file (the same errno,
-    so the same subclass: ``PermissionError``, ...)."""
-    return OSError(err.errno, err.strerror or str(err), os.fspath(path))
-
 
 PACKAGE = __name__.split(".")[0]
 """The distribution this engine belongs to, whose version every sweep records."""
@@ -224,7 +195,7 @@ class Sweep(Generic[R]):
         self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
         self.rows: dict[tuple[str, ...], list[R]] = {}
-        self.partial: dict[str, dict[str, Counts]] = {}  # point key -> chunk index -> counts
+        self.cache = ChunkCache(self.chunks_path, len(self.key_columns))
         self.meta: dict[str, Any] = {
             "sweep": name,
             "package": PACKAGE,
@@ -289,7 +260,7 @@ class Sweep(Generic[R]):
             self._discard()
             return
         self.meta["runs"] = stored["runs"]
-        self._load_partial()
+        self.cache.load()
 
     def _discard(self) -> None:
         """Start afresh: the old table and chunks go first, so that a crash before the
@@ -403,48 +374,6 @@ class Sweep(Generic[R]):
                 raise self._refuse(path, f"the rows of {self._describe(key)} do not match "
                                          f"their digest in {self.meta_path.name}")
 
-    def _load_partial(self) -> None:
-        """Read the chunk cache; a cache that is not one is discarded (a warning)."""
-        if not self.chunks_path.exists():
-            return
-        try:
-            stored = json.loads(self.chunks_path.read_text())
-        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
-            self._drop_partial(f"not valid JSON: {err}")
-            return
-        points = stored.get("points") if isinstance(stored, dict) else None
-        if not (isinstance(points, dict) and all(
-                isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
-                and len(key.split("|")) == len(self.key_columns)
-                for key, chunks in points.items())):
-            self._drop_partial("not an object of points, chunks and counts")
-            return
-        self.partial = points
-
-    def _drop_partial(self, why: str) -> None:
-        warnings.warn(StoreWarning(
-            f"{self.chunks_path}: a damaged chunk cache ({why}) is discarded; its chunks are "
-            "computed again"), stacklevel=3)
-        self.partial = {}
-
-    def _check_partial(self, needed: dict[str, int],
-                       check: Callable[[dict[str, Any], int, Counts], str | None] | None,
-                       points: dict[str, dict[str, Any]]) -> None:
-        """Check every cached chunk of a pending point: a chunk index it has, counts that
-        ``check(point, k, counts)`` accepts; any failure discards the whole cache."""
-        for key, chunks in self.partial.items():
-            if key not in needed:
-                continue
-            for index, counts in chunks.items():
-                if not index.isdigit() or int(index) >= needed[key]:
-                    why = f"point {key} has no chunk {index!r}"
-                elif check is not None and (problem := check(points[key], int(index), counts)):
-                    why = f"point {key}, chunk {index}: {problem}"
-                else:
-                    continue
-                self._drop_partial(why)
-                return
-
     def key(self, point: dict[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[c]) for c in self.key_columns)
 
@@ -474,13 +403,7 @@ class Sweep(Generic[R]):
         # to compute, never a row without its digest
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
         atomic_write_text(self.csv_path, buf.getvalue())
-        self._write_partial()
-
-    def _write_partial(self) -> None:
-        if self.partial:
-            atomic_write_text(self.chunks_path, json.dumps({"points": self.partial}) + "\n")
-        else:
-            self.chunks_path.unlink(missing_ok=True)
+        self.cache.write()
 
     def _save(self, write: Callable[[], None]) -> None:
         """``write()``, finished even when Ctrl-C lands in the middle (then re-raised).
@@ -500,7 +423,7 @@ class Sweep(Generic[R]):
 
     def stored_chunks(self, point: dict[str, Any]) -> dict[int, Counts]:
         """The finished chunks of an unfinished ``point``: chunk index -> counts."""
-        return {int(k): v for k, v in self.partial.get("|".join(self.key(point)), {}).items()}
+        return self.cache.stored("|".join(self.key(point)))
 
     # ------------------------------------------------------------------ the driver's steps
 
@@ -512,18 +435,18 @@ class Sweep(Generic[R]):
         order = [self.key(p) for p in points]
         on_grid = set(order)
         self.rows = {k: v for k, v in self.rows.items() if k in on_grid}
-        self.partial = {k: v for k, v in self.partial.items()
-                        if tuple(k.split("|")) not in self.rows
-                        and (not prune or tuple(k.split("|")) in on_grid)}
+        self.cache.points = {k: v for k, v in self.cache.points.items()
+                             if tuple(k.split("|")) not in self.rows
+                             and (not prune or tuple(k.split("|")) in on_grid)}
         return order
 
     def check_chunks(self, needed: dict[tuple[str, ...], int],
                      check: Callable[[dict[str, Any], int, Counts], str | None] | None,
                      points: dict[tuple[str, ...], dict[str, Any]]) -> None:
         """Check the cached chunks of the pending points (by key: their chunk counts and
-        the points themselves); see :meth:`_check_partial`."""
-        self._check_partial({"|".join(k): n for k, n in needed.items()}, check,
-                            {"|".join(k): p for k, p in points.items()})
+        the points themselves); see :meth:`~._chunks.ChunkCache.check`."""
+        self.cache.check({"|".join(k): n for k, n in needed.items()}, check,
+                         {"|".join(k): p for k, p in points.items()})
 
     def start_run(self, points_total: int, executor: str) -> dict[str, Any]:
         """A new record of this run in the metadata (the driver fills it in)."""
@@ -557,7 +480,7 @@ class Sweep(Generic[R]):
             if self.key(dataclasses.asdict(row)) != key:
                 raise ValueError(f"compute({point}) returned the row of another point")
         self.rows[key] = rows
-        self.partial.pop("|".join(key), None)
+        self.cache.points.pop("|".join(key), None)
 
     def save(self, order: Iterable[tuple[str, ...]], *, finished: bool = False) -> None:
         """Write the table, the metadata and the chunk cache, the points in ``order``;
@@ -571,8 +494,8 @@ class Sweep(Generic[R]):
 
     def save_chunk(self, point: dict[str, Any], k: int, counts: Any) -> None:
         """Keep chunk ``k`` of the unfinished ``point`` in the chunk cache, written now."""
-        self.partial.setdefault("|".join(self.key(point)), {})[str(k)] = counts
-        self._save(self._write_partial)
+        self.cache.points.setdefault("|".join(self.key(point)), {})[str(k)] = counts
+        self._save(self.cache.write)
 
     def rows_in(self, order: Iterable[tuple[str, ...]]) -> list[R]:
         """Every row, the points in ``order``."""

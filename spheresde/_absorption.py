@@ -56,7 +56,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._brownian import bit_signs
-from ._network import network_depth
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
 
 _Z_STEP = 1e-3
@@ -179,19 +178,21 @@ def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
 
 
 def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectories: int,
-                  dt: float, horizon: float, tol: float, bound: float,
+                  layers: int, steps: int, tol: float, bound: float,
                   segment: int = 1024, dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` two-token pairs under the reduced SDE of
     :math:`\rho` (Ito Euler in :math:`z`, two-point increments as
     :func:`spheresde.two_token.simulate_rho`), with early absorption at ``bound``.
 
-    Starts: two independent uniform tokens. Trajectory ``i`` takes its increments from
+    ``steps`` steps of ``dt = 1/layers`` (the caller's ``network_depth``
+    of its horizon, the count every method of a run takes). Starts: two independent
+    uniform tokens. Trajectory ``i`` takes its increments from
     its own key (``fold_in(key, i)``), 32 steps per random word. Returns the codes and
     the trajectory-steps simulated. ``dtype``: default float (float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
     dtype = dtype or jnp.result_type(float)
-    steps = round(horizon / dt)
+    dt = 1.0 / layers
     # segments start on a random word: a multiple of 32 steps, about 8 per horizon or more
     segment = max(_BITS, min(segment, steps // 8) // _BITS * _BITS)
     z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
@@ -251,12 +252,13 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
 
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
-                      horizon: float, tol: float, bound: float,
+                      steps: int, tol: float, bound: float,
                       segment: int = 512, norm: str = "rms",
                       dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
     tokens (:func:`spheresde.simulate_network`'s layer, unit radius, identity Q and K),
-    with early absorption at ``bound`` (0: none).
+    with early absorption at ``bound`` (0: none), for ``steps`` layers (the caller's
+    ``network_depth`` of its horizon).
 
     The pair is carried by :math:`s = X_1 + X_2` and :math:`m = X_1 - X_2`
     (:mod:`spheresde._pair`: the same layer, exact in law, with :math:`1 \pm \rho`
@@ -278,7 +280,6 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     if norm == "layer":
         bound = 0.0
 
-    steps = network_depth(horizon, layers)
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     mu, eps = weights.limit()
     drift_step, noise_step = (float(v) for v in weights.layer_steps(layers))

@@ -73,13 +73,39 @@ def network_depth(horizon: RealScalar, layers: int) -> int:
     ValueError
         If that is fewer than one layer (``T L <= 1/2``).
     """
-    steps = round(horizon * layers)
+    return _whole_steps(horizon, layers)
+
+
+def _whole_steps(horizon, per_unit) -> int:
+    steps = round(horizon * per_unit)
     if steps < 1:
         raise ValueError(
-            f"a horizon T = {float(horizon):g} with L = {layers} layers per unit depth-time "
-            f"is round(T L) = {steps} layers; pass T > 1/(2L) = {0.5 / layers:g} or more "
+            f"a horizon T = {float(horizon):g} with L = {per_unit:g} layers per unit depth-time "
+            f"is round(T L) = {steps} layers; pass T > 1/(2L) = {0.5 / per_unit:g} or more "
             "layers")
     return steps
+
+
+def reached_horizon(horizon: RealScalar, layers: int) -> float:
+    """The depth-time that :func:`network_depth` steps of ``1/layers`` reach,
+    ``round(T L) / L``: ``horizon`` itself whenever ``T L`` is a whole number, else the
+    nearest whole number of layers (the depth-time at which a run's laws are compared)."""
+    return network_depth(horizon, layers) / layers
+
+
+def horizon_steps(horizon: RealScalar, dt: RealScalar) -> int:
+    r"""The number of steps of size ``dt`` to depth-time ``horizon``: a step ``dt`` is
+    :math:`L = 1/dt` layers per unit depth-time, so this is :func:`network_depth` of
+    ``(horizon, 1 / dt)``, the same rule and not a second one (at :math:`T = 0.35`,
+    :math:`dt = 0.1` the float quotient ``0.35 / 0.1`` is just below 3.5 and would
+    round to 3 steps, where :math:`T L` rounds to 4).
+
+    Raises
+    ------
+    ValueError
+        If that is fewer than one step (``T <= dt/2``).
+    """
+    return _whole_steps(horizon, 1.0 / float(dt))
 
 
 def simulate_network(

@@ -46,7 +46,7 @@ from .experiments import (
     plan,
     run,
 )
-from .experiments._spec import SpecField, problem
+from .experiments.engine import SpecField, problem
 
 # how to run, not what: never in a spec
 RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run",
@@ -240,9 +240,10 @@ def _main(argv: list[str], where: dict[str, str]) -> int:
         sub.error(in_flags(str(err)))
     given = {name: getattr(args, name) for name in RUN_OPTIONS
              if name not in ("out", "debug", "dry_run") and hasattr(args, name)}  # offered
-    if given.get("workers") and given.get("scheduler"):
-        sub.error("--workers starts a local cluster and --scheduler uses another: give one")
-    options = RunOptions(**given)
+    try:
+        options = RunOptions(**given)  # its checks are the options' own (workers, scheduler)
+    except BadParameters as err:
+        sub.error(in_flags(str(err)))
     out = Path(args.out) if args.dry_run else _check_writable(sub, args.out)
     try:
         with warnings.catch_warnings():

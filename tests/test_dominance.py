@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from spheresde import two_token
-from spheresde.experiments import SCALES, DominanceRow, DominanceSpec, HybridSpec
+from spheresde.experiments import SCALES, BadParameters, DominanceRow, DominanceSpec, HybridSpec
 from spheresde.experiments._edges import bootstrap_edges, dominance_edges, edge
-from spheresde.experiments._hybrid import scaled_horizon
-from spheresde.experiments._spec import BadParameters
+from spheresde.experiments._monte_carlo import scaled_horizon
 
 # ---------------------------------------------------------------------------- horizon rule
 

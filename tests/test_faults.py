@@ -16,12 +16,23 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from spheresde.cli import main
-from spheresde.experiments import BadParameters, ParameterMismatch, PhaseSpec, Sweep
+from spheresde.experiments import (
+    AbstractChunkedSpec,
+    BadParameters,
+    ParameterMismatch,
+    PhaseSpec,
+    Sweep,
+    compute_chunks,
+    compute_points,
+    greater_than,
+    param,
+)
 
 DATA = Path(__file__).parent / "data"
 # three points of the t -> infinity law: a quadrature each, no compilation
@@ -161,7 +172,7 @@ def store(out, **kwargs):
 
 
 def stored(out):
-    store(out).run(GRID, point, quiet=True)
+    compute_points(store(out), GRID, point, quiet=True)
     return out / "toy.csv"
 
 
@@ -192,7 +203,8 @@ def test_a_damaged_csv_is_refused_naming_file_row_and_remedy(tmp_path, no_fsync,
     assert str(refusal.value) == (f"{path}: {says}; restore the file, or pass `overwrite=True` to "
                                   "compute the sweep afresh")
     assert path.read_text() == damaged  # refused, nothing rewritten
-    assert store(tmp_path, overwrite=True).run(GRID, point, quiet=True) == [point(p) for p in GRID]
+    rows = compute_points(store(tmp_path, overwrite=True), GRID, point, quiet=True)
+    assert rows == [point(p) for p in GRID]
 
 
 @pytest.mark.parametrize(("content", "says"), [
@@ -233,7 +245,7 @@ def counts_sweep(out, calls):
         calls.append((point["a"], k))
         return counts_chunk(point, k)
 
-    return Sweep(out, "toy", {"seed": 0}, Toy, ("a",), chunk_size=4).run_chunked(
+    return compute_chunks(Sweep(out, "toy", {"seed": 0}, Toy, ("a",), chunk_size=4),
         [{"a": 1}, {"a": 2}], lambda p: 3, chunk,
         lambda p, counts: Toy(p["a"], float(sum(c["outcomes"][1] for c in counts))),
         quiet=True, check=lambda point, k, counts: counts_problem(counts, 4))
@@ -253,7 +265,7 @@ def test_a_damaged_chunk_cache_is_discarded_and_recomputed(tmp_path, no_fsync, c
     path = tmp_path / "cut" / "toy.chunks.json"
     path.parent.mkdir()
     # a store with no finished point yet, and a chunk cache that is not what it was
-    Sweep(tmp_path / "cut", "toy", {"seed": 0}, Toy, ("a",), chunk_size=4).run_chunked(
+    compute_chunks(Sweep(tmp_path / "cut", "toy", {"seed": 0}, Toy, ("a",), chunk_size=4),
         [], lambda p: 3, counts_chunk, None, quiet=True)
     if isinstance(cache, str):
         path.write_bytes(os.urandom(64) + b"\xff")
@@ -286,7 +298,7 @@ def test_a_sweep_stored_before_digests_resumes(tmp_path):
     shutil.copytree(DATA / "sweep_v0", tmp_path, dirs_exist_ok=True)
     old = rows(tmp_path / "phase.csv")
     spec, sweep = v0_store(tmp_path)
-    result = sweep.run_chunked(spec.points(), lambda p: 2, None, None, quiet=True)
+    result = compute_chunks(sweep, spec.points(), lambda p: 2, None, None, quiet=True)
     assert [(r.d, r.beta, r.trajectories) for r in result] == [
         (3, 0.5, 8), (3, 1.0, 8), (4, 0.5, 8), (4, 1.0, 8)]
     # the stored columns keep their order and values; the column added since (p_network,
@@ -479,9 +491,49 @@ def test_a_partial_sweep_resumes_its_chunks_and_forged_ones_are_recomputed(tmp_p
             assert "outcomes [0, 500, 4] are not 3 non-negative counts that sum to 4" in err[0]
 
 
-class KillsItsWorker(PhaseSpec):
+@dataclass(frozen=True)
+class Killed:
+    x: float
+    trajectories: int
+
+
+@dataclass(frozen=True)
+class KillsItsWorker(AbstractChunkedSpec):
+    """A sweep whose chunks kill the worker they run on (out of memory, say)."""
+
+    command: ClassVar[str] = "dies"
+    summary: ClassVar[str] = "a worker that dies on every chunk"
+    row_type: ClassVar[type] = Killed
+    axes: ClassVar[dict[str, str]] = {"x": "xs"}
+
+    xs: tuple[float, ...] = param((1.0,), "points")
+    trajectories: int = param(8, "samples per point", check=greater_than(0))
+    seed: int = param(0, "seed")
+
     def chunk(self, point, k, size):
-        os._exit(1)  # a worker that dies on every chunk it is given (out of memory, say)
+        os._exit(1)
+
+    def check(self, counts, size):
+        return None
+
+    def finish(self, point, counts):
+        raise AssertionError("no chunk comes back")
+
+    def samples(self):
+        return self.trajectories
+
+    def point_steps(self, point):
+        return 1
+
+    def shortened(self, steps):
+        return self
+
+    def plot(self, rows, path):
+        return path
+
+    @classmethod
+    def report_section(cls, results, notes):
+        return None
 
 
 @pytest.mark.slow
@@ -495,18 +547,16 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     from spheresde.experiments import SPECS
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import it
-    monkeypatch.setitem(SPECS, "phase", KillsItsWorker)
+    monkeypatch.setitem(SPECS, "dies", KillsItsWorker)
     # a chunk is given up after it killed 2 workers (Dask's default: 4)
     monkeypatch.setitem(dask.config.config["distributed"]["scheduler"], "allowed-failures", 1)
     try:
-        status = main(["phase", "--dims", "3", "--betas", "1", "--trajectories", "8",
-                       "--layers", "2", "--horizon", "1", "--workers", "1", "--out",
-                       str(tmp_path), "--quiet"])
+        status = main(["dies", "--workers", "1", "--out", str(tmp_path), "--quiet"])
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert status == 1
     err = capsys.readouterr().err
-    assert "spheresde phase: the Dask cluster failed (KilledWorker" in err
+    assert "spheresde dies: the Dask cluster failed (KilledWorker" in err
     assert "finished grid points are saved" in err
     assert "Traceback" not in err
 

@@ -169,10 +169,13 @@ def test_the_network_follows_its_own_law_not_its_limit():
     -0.0006, is 0.8 s.e. of this test.)"""
     from spheresde import PureNoise
     from spheresde._absorption import absorbing_network
+    from spheresde._network import network_depth
 
     n = 200_000
     codes, _ = absorbing_network(jax.random.key(24), beta=1.0, d=4, weights=PureNoise(),
-                                 trajectories=n, layers=20, horizon=10.0, tol=0.01, bound=1e-6)
+                                 trajectories=n, layers=20, steps=network_depth(10.0, 20),
+                                 tol=0.01,
+                                 bound=1e-6)
     mc = float(np.mean(codes == 1))
     limit = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0).antipodal)
     own = float(two_token.outcome_probabilities(1.0, 4, horizon=10.0, layers=20).antipodal)
@@ -242,10 +245,13 @@ def test_exact_law_matches_the_network_where_the_first_order_law_is_clipped():
     within 4 s.e. of it."""
     from spheresde import PureNoise
     from spheresde._absorption import absorbing_network
+    from spheresde._network import network_depth
 
     n = 40_000
     codes, _ = absorbing_network(jax.random.key(9), beta=1.5, d=9, weights=PureNoise(),
-                                 trajectories=n, layers=10, horizon=50.0, tol=0.01, bound=1e-6)
+                                 trajectories=n, layers=10, steps=network_depth(50.0, 10),
+                                 tol=0.01,
+                                 bound=1e-6)
     mc = float(np.mean(codes == 1))
     se = np.sqrt(mc * (1 - mc) / n)
     exact = float(two_token.outcome_probabilities(1.5, 9, horizon=50.0, layers=10,

@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("spheresde", "proofs_check")
 EXPERIMENTS = "spheresde.experiments"
+ENGINE = "spheresde.experiments.engine"
 CLI = "spheresde.cli"
 
 
@@ -117,6 +118,24 @@ def test_the_core_never_imports_the_experiments_or_the_cli():
     graph = import_graph()
     offenders = [f"{m} -> {t} (line {line})" for m, edges in graph.items() if is_core(m)
                  for t, line in edges.items() if not is_core(t) and t.startswith("spheresde")]
+    assert not offenders, offenders
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_engine_knows_nothing_of_the_experiments_nor_of_the_model():
+    """The sweep engine (specs, store, driver, executors, planning) imports no module of
+    the paper's experiments and nothing of the core: not even the package ``spheresde``,
+    whose ``__init__`` loads the Transformer model (the version comes from the installed
+    metadata). The experiments import the engine, never the other way."""
+    graph = import_graph()
+    assert f"{ENGINE}._store" in graph[f"{EXPERIMENTS}._monte_carlo"] or any(
+        within(t, ENGINE) for t in graph[f"{EXPERIMENTS}._monte_carlo"])
+    offenders = [f"{m} -> {t} (line {line})" for m, edges in graph.items() if within(m, ENGINE)
+                 for t, line in edges.items()
+                 if t.startswith("spheresde") and not within(t, ENGINE)]
     assert not offenders, offenders
 
 

@@ -59,14 +59,20 @@ class CoinSpec(AbstractChunkedSpec):
         rng = np.random.default_rng(chunk_seed(self.seed, point, k))
         return {"heads": int((rng.random(size) < point["bias"]).sum())}
 
+    def check(self, counts, size):
+        return None if 0 <= counts.get("heads", -1) <= size else f"not heads of {size} flips"
+
     def finish(self, point, counts):
         return CoinRow(point["bias"], sum(c["heads"] for c in counts), self.trajectories)
 
     def samples(self):
         return self.trajectories
 
-    def steps(self):
+    def point_steps(self, point):
         return 1
+
+    def shortened(self, steps):
+        return self  # a flip is one step
 
     def plot(self, rows, path):
         path.write_text(" ".join(f"{r.bias:g}:{r.heads}" for r in rows))  # a stand-in figure
@@ -93,6 +99,17 @@ def run_coin(out, *extra):
 
 def last_run(out):
     return json.loads((out / "coin.json").read_text())["runs"][-1]
+
+
+def test_the_recipe_is_this_experiment_to_the_letter():
+    """The recipe of ``docs/contributing.rst`` shows this file's row and spec, whole: what
+    it tells a contributor to write is what these tests run."""
+    import inspect
+    import textwrap
+
+    recipe = (Path(__file__).parents[1] / "docs" / "contributing.rst").read_text()
+    code = inspect.getsource(CoinRow) + "\n\n" + inspect.getsource(CoinSpec)
+    assert textwrap.indent(code, "    ", lambda line: line.strip() != "") in recipe
 
 
 def test_a_new_experiment_plans_runs_resumes_and_reports(coin, tmp_path, capsys):

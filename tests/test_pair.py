@@ -10,7 +10,7 @@ from scipy import stats
 
 from spheresde import PureNoise, sample_uniform
 from spheresde._absorption import _advance_pair, absorbing_network
-from spheresde._network import layer, simulate_network
+from spheresde._network import layer, network_depth, simulate_network
 from spheresde._outcomes import ANTIPODAL
 from spheresde._pair import pair_layer
 
@@ -117,7 +117,8 @@ def test_antipodal_trajectories_are_absorbed_too():
     # would be at least (antipodal count) x (all steps); the pair coordinates absorb both.
     n, layers, horizon = 256, 10, 200.0
     codes, work = absorbing_network(jax.random.PRNGKey(2), beta=3.0, d=3, weights=PureNoise(),
-                                    trajectories=n, layers=layers, horizon=horizon, tol=TOL,
+                                    trajectories=n, layers=layers,
+                                    steps=network_depth(horizon, layers), tol=TOL,
                                     bound=1e-6)
     antipodal = int(np.sum(codes == ANTIPODAL))
     assert antipodal > n // 4

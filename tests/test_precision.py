@@ -33,6 +33,7 @@ import pytest
 
 from spheresde import PureNoise, simulate_network
 from spheresde._absorption import absorbing_network, absorbing_rho
+from spheresde._network import network_depth
 from spheresde._outcomes import ANTIPODAL
 from spheresde.experiments._simulate import _final_tokens, simulate_counts
 
@@ -69,7 +70,8 @@ def _token_path(kind: str, dtype, n: int, d: int, norm: str = "rms"):
         return simulate_network(path, x0, BETA, PureNoise(), layers=LAYERS, horizon=HORIZON,
                                 trajectories=N_TOKEN_PATHS, noise="full", norm=norm).tokens
     return _final_tokens(kind, key, tokens=n, beta=BETA, d=d, weights=PureNoise(),
-                         trajectories=N_TOKEN_PATHS, layers=LAYERS, horizon=HORIZON,
+                         trajectories=N_TOKEN_PATHS, layers=LAYERS,
+                         steps=network_depth(HORIZON, LAYERS),
                          norm=norm, dtype=dtype)
 
 
@@ -100,7 +102,8 @@ def test_pair_coordinates_agree_in_float32_and_float64(norm):
     for i, dtype in enumerate(DTYPES):
         codes, _ = absorbing_network(jax.random.PRNGKey(11 + i), beta=BETA, d=d,
                                      weights=PureNoise(), trajectories=n, layers=LAYERS,
-                                     horizon=HORIZON, tol=TOL, bound=0.0, norm=norm,
+                                     steps=network_depth(HORIZON, LAYERS), tol=TOL, bound=0.0,
+                                     norm=norm,
                                      dtype=dtype)
         p.append(float(np.mean(codes == ANTIPODAL)))
     _close(*p, n, n)
@@ -111,18 +114,20 @@ def test_reduced_agrees_in_float32_and_float64_and_honours_x64():
     p = []
     for i, dtype in enumerate(DTYPES):
         codes, _ = absorbing_rho(jax.random.PRNGKey(21 + i), beta=BETA, d=3, eps=1.0, mu=0.0,
-                                 trajectories=n, dt=1 / LAYERS, horizon=HORIZON, tol=TOL,
+                                 trajectories=n, layers=LAYERS,
+                                 steps=network_depth(HORIZON, LAYERS), tol=TOL,
                                  bound=0.0, dtype=dtype)
         p.append(float(np.mean(codes == ANTIPODAL)))
     _close(*p, n, n)
     # the default follows JAX_ENABLE_X64 (on in the tests): float64, the same stream as
     # dtype=float64, so the same codes
     default, _ = absorbing_rho(jax.random.PRNGKey(22), beta=BETA, d=3, eps=1.0, mu=0.0,
-                               trajectories=2000, dt=1 / LAYERS, horizon=5.0, tol=TOL,
-                               bound=0.0)
+                               trajectories=2000, layers=LAYERS,
+                               steps=network_depth(5.0, LAYERS), tol=TOL, bound=0.0)
     explicit, _ = absorbing_rho(jax.random.PRNGKey(22), beta=BETA, d=3, eps=1.0, mu=0.0,
-                                trajectories=2000, dt=1 / LAYERS, horizon=5.0, tol=TOL,
-                                bound=0.0, dtype=jnp.float64)
+                                trajectories=2000, layers=LAYERS,
+                                steps=network_depth(5.0, LAYERS), tol=TOL, bound=0.0,
+                                dtype=jnp.float64)
     assert np.array_equal(default, explicit)
 
 

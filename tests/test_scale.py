@@ -174,7 +174,7 @@ def test_dry_run_counts_the_programs_a_sweep_compiles():
     """The network's shapes follow d (a program per dimension); the 1-D rho SDE takes d as a
     number (one program for every d)."""
     from spheresde.experiments import PhaseSpec
-    from spheresde.experiments._plan import _programs
+    from spheresde.experiments.engine._planning import _programs
 
     kind = dict(dims=(4, 5, 6), betas=(1.0, 2.0), trajectories=32, layers=5, horizon=2.0)
     network = PhaseSpec(**kind, method="discrete")

@@ -21,7 +21,7 @@ from spheresde.experiments import (
     TrainSpec,
     point_seed,
 )
-from spheresde.experiments._spec import FieldKind, at_least, param, problem
+from spheresde.experiments.engine import FieldKind, at_least, param, problem
 
 
 def parse_spec(argv):
@@ -117,6 +117,17 @@ class _Extended(ExperimentSpec):
     betas: tuple[float, ...] = param((1.0,), "inverse temperatures", check=at_least(0.0))
     damping: float = param(0.5, "a new parameter", check=at_least(0.0))
 
+    # the experiment interface, which this test does not run
+    def run(self, out, options=None, *, name=None):
+        raise NotImplementedError
+
+    def plan(self, out, options=None, *, name=None):
+        raise NotImplementedError
+
+    @classmethod
+    def report_section(cls, results, notes):
+        return None
+
 
 def test_one_new_field_reaches_the_cli_the_metadata_and_the_command_line(monkeypatch):
     monkeypatch.setitem(SPECS, "extended", _Extended)
@@ -128,6 +139,43 @@ def test_one_new_field_reaches_the_cli_the_metadata_and_the_command_line(monkeyp
     assert spec.command_line() == "spheresde extended --betas 1.0 --damping 2.0"
     with pytest.raises(BadParameters, match=r"`damping`: .-1\.0. must be >= 0"):
         _Extended(damping=-1.0)
+
+
+# ---------------------------------------------------------------------------- abstract or final
+
+
+def phase_like(name, *, without):
+    """A final Monte Carlo spec made of PhaseSpec's parts, ``without`` one of them."""
+    from spheresde.experiments import AbstractFixedHorizonSpec
+
+    fields = {k: f.type for k, f in PhaseSpec.__dataclass_fields__.items() if k != without}
+    namespace = {k: vars(PhaseSpec)[k] for k in (
+        "command", "summary", "row_type", "axes", "law_only", "unused", "simulation",
+        "finish", "plot", "report_section") if k != without}
+    return type(name, (AbstractFixedHorizonSpec,), {"__annotations__": fields, **namespace})
+
+
+def test_a_final_spec_is_checked_when_its_class_is_created():
+    """Every field an abstract spec uses is declared abstract there, and a final spec
+    that does not declare it fails when its class is created, naming it (it used to
+    build, then raise AttributeError in ``absorbs()``); so does one that leaves an
+    abstract method unimplemented or a class attribute without a value."""
+    assert phase_like("Whole", without=None).absorbing == "absorb"
+    with pytest.raises(TypeError, match=r"NoAbsorb must declare the field `absorb` \(declared "
+                                        r"abstract by AbstractMonteCarloSpec"):
+        phase_like("NoAbsorb", without="absorb")
+    with pytest.raises(TypeError, match=r"NoPlot is final but does not implement plot"):
+        phase_like("NoPlot", without="plot")
+    with pytest.raises(TypeError, match=r"NoAxes must set the class attribute `axes`"):
+        phase_like("NoAxes", without="axes")
+
+
+def test_no_spec_overrides_a_concrete_method():
+    """A choice is data (``label``: the progress bar's text), not an override: overriding
+    a concrete method of a base fails when the class is created."""
+    with pytest.raises(TypeError, match=r"Labelled.progress overrides ExperimentSpec.progress"):
+        type("Labelled", (PhaseSpec,), {"progress": lambda self, name: name})
+    assert PhaseSpec(method="exact").progress("phase") == "phase (exact)"
 
 
 # ---------------------------------------------------------------------------- Hypothesis

@@ -6,8 +6,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from spheresde.experiments import ParameterMismatch, Sweep, point_seed
-from spheresde.experiments._store import chunk_seed, chunk_sizes
+from spheresde.experiments import (
+    ParameterMismatch,
+    Sweep,
+    chunk_seed,
+    compute_chunks,
+    compute_points,
+    point_seed,
+)
+from spheresde.experiments.engine import chunk_sizes
 
 COLUMNS = ("a", "b", "value", "counts")
 
@@ -40,7 +47,8 @@ def read(path):
 
 
 def test_rows_metadata_and_order(tmp_path):
-    rows = sweep(tmp_path, {"seed": 7, "x": [1, 2]}, echo={"x": 2.5}).run(grid(), toy, quiet=True)
+    rows = compute_points(sweep(tmp_path, {"seed": 7, "x": [1, 2]}, echo={"x": 2.5}), grid(), toy,
+                          quiet=True)
     assert rows == [toy(p) for p in grid()]  # typed rows, in grid order
     table = read(tmp_path / "toy.csv")
     assert [(r["a"], r["b"]) for r in table] == [(str(p["a"]), repr(p["b"])) for p in grid()]
@@ -57,7 +65,7 @@ def test_rows_metadata_and_order(tmp_path):
 
 
 def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
-    expected = sweep(tmp_path / "whole", {"seed": 7}).run(grid(), toy, quiet=True)
+    expected = compute_points(sweep(tmp_path / "whole", {"seed": 7}), grid(), toy, quiet=True)
 
     calls = []
 
@@ -68,11 +76,11 @@ def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
         return toy(point)
 
     with pytest.raises(KeyboardInterrupt):
-        sweep(tmp_path / "cut", {"seed": 7}).run(grid(), dies_at_third, quiet=True)
+        compute_points(sweep(tmp_path / "cut", {"seed": 7}), grid(), dies_at_third, quiet=True)
     assert len(read(tmp_path / "cut" / "toy.csv")) == 2
 
     resumed = []
-    rows = sweep(tmp_path / "cut", {"seed": 7}).run(
+    rows = compute_points(sweep(tmp_path / "cut", {"seed": 7}),
         grid(), lambda p: resumed.append(p) or toy(p), quiet=True)
     assert len(resumed) == 4  # the two finished points are not recomputed
     assert rows == expected  # the stored rows read back into the same typed values
@@ -84,12 +92,12 @@ def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
 
 
 def test_other_parameters_refuse_unless_overwrite(tmp_path):
-    sweep(tmp_path, {"seed": 7, "n": 1}).run(grid(), toy, quiet=True)
+    compute_points(sweep(tmp_path, {"seed": 7, "n": 1}), grid(), toy, quiet=True)
     with pytest.raises(ParameterMismatch, match=r"n: stored 1 vs now 2"):
         sweep(tmp_path, {"seed": 7, "n": 2})
     fresh = sweep(tmp_path, {"seed": 7, "n": 2}, overwrite=True)
     assert not fresh.rows
-    fresh.run(grid()[:1], toy, quiet=True)
+    compute_points(fresh, grid()[:1], toy, quiet=True)
     assert len(read(tmp_path / "toy.csv")) == 1
 
 
@@ -101,10 +109,11 @@ def test_csv_without_metadata_is_not_adopted(tmp_path):
 
 def test_compute_must_return_the_row_of_its_point(tmp_path):
     with pytest.raises(ValueError, match="another point"):
-        sweep(tmp_path, {"seed": 7}).run(grid(), lambda p: toy({**p, "a": p["a"] + 1}),
+        compute_points(sweep(tmp_path, {"seed": 7}), grid(), lambda p: toy({**p, "a": p["a"] + 1}),
                                           quiet=True)
     with pytest.raises(TypeError, match="must return a Toy"):
-        sweep(tmp_path / "dict", {"seed": 7}).run(grid(), lambda p: {"value": 1.0}, quiet=True)
+        compute_points(sweep(tmp_path / "dict", {"seed": 7}), grid(), lambda p: {"value": 1.0},
+                       quiet=True)
 
 
 def test_point_seed_depends_on_seed_and_point_only():
@@ -129,9 +138,10 @@ def finish(point, counts):
 
 
 def chunked(out, points, **kwargs):
-    return sweep(out, {"seed": 7, "as": sorted({p["a"] for p in points})}, grid=("as",),
-                 chunk_size=10).run_chunked(points, lambda p: 3, chunk_counts, finish,
-                                            quiet=True, **kwargs)
+    store = sweep(out, {"seed": 7, "as": sorted({p["a"] for p in points})}, grid=("as",),
+                  chunk_size=10)
+    return compute_chunks(store, points, lambda p: 3, chunk_counts, finish, quiet=True,
+                          **kwargs)
 
 
 class Reversed:
@@ -165,14 +175,14 @@ def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
 
     store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
     with pytest.raises(KeyboardInterrupt):
-        store.run_chunked(grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
+        compute_chunks(store, grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
     assert len(read(tmp_path / "cut" / "toy.csv")) == 1  # one point of 3 chunks done
     stored = json.loads((tmp_path / "cut" / "toy.chunks.json").read_text())["points"]
     assert stored == {"1|1.5": {"0": chunk_counts({"a": 1, "b": 1.5}, 0)}}
 
     calls.clear()
     again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
-    again.run_chunked(grid(), lambda p: 3,
+    compute_chunks(again, grid(), lambda p: 3,
                       lambda p, k: calls.append((p["a"], p["b"], k)) or chunk_counts(p, k),
                       finish, quiet=True)
     assert len(calls) == 6 * 3 - 4  # the four finished chunks are not recomputed
@@ -187,7 +197,7 @@ def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
     chunked(tmp_path, small)
     calls = []
     store = sweep(tmp_path, {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
-    rows = store.run_chunked(grid(), lambda p: 3,
+    rows = compute_chunks(store, grid(), lambda p: 3,
                              lambda p, k: calls.append(p) or chunk_counts(p, k), finish,
                              quiet=True)
     assert {p["a"] for p in calls} == {3}  # only the new points
@@ -199,10 +209,10 @@ def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):
     smaller = [p for p in grid() if p["a"] > 1]
     with pytest.raises(ParameterMismatch, match=r"2 finished point\(s\) outside .*a=1 b=0.5"
                                                 r".*`prune=True`"):
-        sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
+        compute_chunks(sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10),
             smaller, lambda p: 3, chunk_counts, finish, quiet=True)
     assert {r["a"] for r in read(tmp_path / "toy.csv")} == {"1", "2", "3"}
-    sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10).run_chunked(
+    compute_chunks(sweep(tmp_path, {"seed": 7, "as": [2, 3]}, grid=("as",), chunk_size=10),
         smaller, lambda p: 3, lambda p, k: calls.append(p) or chunk_counts(p, k), finish,
         quiet=True, prune=True)
     assert not calls
@@ -229,25 +239,6 @@ def test_chunk_seed_and_sizes():
         chunk_sizes(10, 0)
 
 
-def test_the_store_is_below_the_driver():
-    # store <- executors, planner <- driver: no module of the store's layer imports one
-    # above it, at the top or inside a function (where an import would hide a circle)
-    import ast
-    from pathlib import Path
-
-    import spheresde.experiments as experiments
-
-    folder = Path(experiments.__file__).parent
-    above = {"_store": {"_sweep", "_executors", "_plan", "_spec"},
-             "_spec": {"_sweep", "_executors", "_plan"},
-             "_executors": {"_sweep", "_plan"}, "_plan": {"_sweep", "_executors"}}
-    for module, forbidden in above.items():
-        tree = ast.parse((folder / f"{module}.py").read_text())
-        imported = {node.module for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and node.level == 1}
-        assert not imported & forbidden, (module, imported & forbidden)
-
-
 @dataclass(frozen=True)
 class ToyWithNewColumn:
     a: int
@@ -267,14 +258,14 @@ class ToyWithRequiredColumn:
 
 
 def test_a_sweep_stored_before_a_defaulted_column_still_loads(tmp_path):
-    old = sweep(tmp_path, {"seed": 7}).run(grid(), toy, quiet=True)
+    old = compute_points(sweep(tmp_path, {"seed": 7}), grid(), toy, quiet=True)
     calls = []
 
     def compute(point):
         calls.append(point)
         return ToyWithNewColumn(*toy(point).__dict__.values(), added=0.5)
 
-    rows = Sweep(tmp_path, "toy", {"seed": 7}, ToyWithNewColumn, ("a", "b")).run(
+    rows = compute_points(Sweep(tmp_path, "toy", {"seed": 7}, ToyWithNewColumn, ("a", "b")),
         grid(), compute, quiet=True)
     assert calls == []  # every stored point was read back, none recomputed
     assert [r.value for r in rows] == [r.value for r in old]

@@ -29,7 +29,7 @@ from spheresde._datasets import (
     patchify,
     read_idx,
 )
-from spheresde.experiments import RunOptions, Sweep, run_sweep
+from spheresde.experiments import RunOptions, Sweep, compute_points, run_sweep
 from spheresde.experiments._train import TrainRow, TrainSpec, convergence, paired_differences
 
 DATA = Path(__file__).parent / "data"
@@ -171,9 +171,11 @@ def test_a_point_with_several_rows_is_saved_whole_and_resumed(tmp_path):
 
     points = [{"run": r} for r in range(4)]
     with pytest.raises(KeyboardInterrupt):
-        Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",)).run(points, compute, quiet=True)
+        compute_points(Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",)), points, compute,
+                       quiet=True)
     assert (tmp_path / "toy.csv").read_text().count("\n") == 1 + 3  # run 0, all 3 epochs
-    rows = Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",)).run(points, compute, quiet=True)
+    rows = compute_points(Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",)), points, compute,
+                          quiet=True)
     assert calls == [0, 1, 1, 2, 3]  # run 0 was not redone
     assert rows == [Epoch(r, e, r + e / 10) for r in range(4) for e in range(3)]
 
@@ -182,7 +184,7 @@ def test_points_of_a_batch_are_computed_in_one_call_and_stored_one_by_one(tmp_pa
     """The driver of point specs: the pending points of one ``together`` value are one
     ``compute`` call; a batch interrupted is computed again whole, a finished one kept,
     and a point stored before is left out of its batch."""
-    from spheresde.experiments._sweep import _in_batches
+    from spheresde.experiments.engine._driver import _in_batches
 
     calls = []
 
@@ -200,7 +202,7 @@ def test_points_of_a_batch_are_computed_in_one_call_and_stored_one_by_one(tmp_pa
 
     def run(points):
         sweep = Sweep(tmp_path, "toy", {"seed": 0}, Epoch, ("run",))
-        return sweep.run(points, _in_batches(Spec(), sweep, points, True), quiet=True)
+        return compute_points(sweep, points, _in_batches(Spec(), sweep, points, True), quiet=True)
 
     run(points[4:5])  # run 4 stored before
     with pytest.raises(KeyboardInterrupt):
@@ -542,8 +544,7 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
 def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
     from spheresde import _datasets
     from spheresde.experiments import BadParameters, ReproduceSpec
-    from spheresde.experiments._reproduce import _sweeps
-    from spheresde.experiments._scales import training_data
+    from spheresde.experiments._reproduce import _sweeps, training_data
 
     write_cifar(tmp_path / "cifar")
     write_fashion(tmp_path / "fm", gz=False)

@@ -5,7 +5,9 @@ Each experiment is a frozen spec (:class:`PhaseSpec`, :class:`HybridSpec`,
 :class:`ReproduceSpec`); :func:`run` runs any of them into an output directory and
 :func:`plan` says what it would compute. A sweep's spec implements one declared interface
 (:class:`AbstractSweepSpec`: its points, its chunks or whole points, its figure, its
-section of the report), so that :func:`run_sweep` runs every sweep the same way. The
+section of the report), and runs itself (``spec.run``, ``spec.plan``: :func:`run` and
+:func:`plan` ask the spec). The generic engine (specs, store, driver, executors,
+planning) is :mod:`spheresde.experiments.engine`, which knows nothing of the paper. The
 ``spheresde`` command line is derived from the specs (:data:`SPECS`). Every sweep can be
 re-run to resume; its rows come back typed (:class:`PhaseRow`, :class:`HybridRow`,
 :class:`DominanceRow`, :class:`TokensRow`, :class:`TrainRow`) in an
@@ -19,41 +21,15 @@ from ._dominance import DominanceRow, DominanceSpec
 from ._edges import EdgeRow, FitRow, dominance_edges
 from ._field import FieldResult, FieldSpec, run_field
 from ._hybrid import HybridRow, HybridSpec
-from ._monte_carlo import AbstractMonteCarloSpec, Simulation
+from ._monte_carlo import (
+    AbstractFixedHorizonSpec,
+    AbstractMonteCarloSpec,
+    AbstractScaledHorizonSpec,
+    Simulation,
+)
 from ._phase import PhaseRow, PhaseSpec
-from ._reproduce import ReproduceResult, plan, reproduce, run
-from ._scales import PAPER, QUICK, SCALES, SMOKE, ReproduceSpec
-from ._spec import (
-    AbstractChunkedSpec,
-    AbstractPointSpec,
-    AbstractSweepSpec,
-    BadParameters,
-    ExperimentSpec,
-    Plan,
-    at_least,
-    between,
-    greater_than,
-    param,
-)
-from ._store import (
-    CorruptStore,
-    ParameterMismatch,
-    StoreLocked,
-    StoreWarning,
-    Sweep,
-    atomic_write_text,
-    chunk_seed,
-    format_value,
-    point_seed,
-)
-from ._sweep import (
-    AbstractResult,
-    RunOptions,
-    SweepResult,
-    estimate_sweep,
-    plan_sweep,
-    run_sweep,
-)
+from ._reproduce import ReproduceResult, ReproduceSpec, reproduce
+from ._scales import PAPER, QUICK, SCALES, SMOKE
 from ._tokens import TokensRow, TokensSpec
 from ._train import (
     Convergence,
@@ -62,6 +38,38 @@ from ._train import (
     TrainSpec,
     convergence,
     paired_differences,
+)
+from .engine import (
+    AbstractChunkedSpec,
+    AbstractPointSpec,
+    AbstractResult,
+    AbstractSweepSpec,
+    AbstractVar,
+    BadParameters,
+    CorruptStore,
+    ExperimentSpec,
+    ParameterMismatch,
+    Plan,
+    RunOptions,
+    StoreLocked,
+    StoreWarning,
+    Sweep,
+    SweepResult,
+    at_least,
+    atomic_write_text,
+    between,
+    chunk_seed,
+    compute_chunks,
+    compute_points,
+    estimate_sweep,
+    format_value,
+    greater_than,
+    param,
+    plan,
+    plan_sweep,
+    point_seed,
+    run,
+    run_sweep,
 )
 from .registry import SPECS, register
 
@@ -72,10 +80,13 @@ __all__ = [
     "SMOKE",
     "SPECS",
     "AbstractChunkedSpec",
+    "AbstractFixedHorizonSpec",
     "AbstractMonteCarloSpec",
     "AbstractPointSpec",
     "AbstractResult",
+    "AbstractScaledHorizonSpec",
     "AbstractSweepSpec",
+    "AbstractVar",
     "BadParameters",
     "Convergence",
     "CorruptStore",
@@ -109,6 +120,8 @@ __all__ = [
     "atomic_write_text",
     "between",
     "chunk_seed",
+    "compute_chunks",
+    "compute_points",
     "convergence",
     "dominance_edges",
     "estimate_sweep",

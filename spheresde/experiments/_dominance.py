@@ -26,23 +26,17 @@ import numpy as np
 from .._outcomes import DEFAULT_TOL
 from .._weights import Hybrid
 from ._agreement import BAND, mc_agreement, z_score
-from ._hybrid import HORIZON_SCALE, MAX_HORIZON, ScaledHorizon, _cap_above_horizon
-from ._monte_carlo import Simulation, at_least_one_layer
-from ._report import sweep_meta, table
-from ._spec import (
-    ABSORB,
-    BETAS,
-    HORIZON,
-    LAYERS,
-    SAMPLES,
-    SEED,
-    TOL,
-    Section,
-    at_least,
-    greater_than,
-    param,
+from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
+from ._monte_carlo import (
+    HORIZON_SCALE,
+    MAX_HORIZON,
+    AbstractScaledHorizonSpec,
+    Simulation,
+    at_least_one_layer,
+    cap_above_horizon,
 )
-from ._store import atomic_write_text
+from ._report import sweep_meta, table
+from .engine import Section, at_least, atomic_write_text, greater_than, param
 
 
 def _two_eps_at_least(spec: DominanceSpec) -> str | None:
@@ -80,7 +74,7 @@ class DominanceRow:
 
 
 @dataclass(frozen=True)
-class DominanceSpec(ScaledHorizon):
+class DominanceSpec(AbstractScaledHorizonSpec):
     """Figure 4 for several n and d: the dominant outcome of the hybrid network and its edge.
 
     The defaults are the ``quick`` sizes; the paper-scale sweep is in ``reproduce --scale
@@ -89,11 +83,12 @@ class DominanceSpec(ScaledHorizon):
 
     command: ClassVar[str] = "dominance"
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
-    rules: ClassVar[tuple] = (_cap_above_horizon, at_least_one_layer, _two_eps_at_least)
+    rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least)
     row_type: ClassVar[type] = DominanceRow
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "dim": "dims", "beta": "betas",
                                       "eps": "eps"}
     report_rank: ClassVar[int] = 50
+    label: ClassVar[str] = "{name} (n={tokens})"
 
     tokens: tuple[int, ...] = param((2, 8), "numbers of tokens n (2: exact edge)",
                                     check=at_least(2))
@@ -118,10 +113,6 @@ class DominanceSpec(ScaledHorizon):
         weights of noise ``eps``, the horizon of ``eps``."""
         return Simulation("discrete", point["tokens"], point["beta"], point["dim"],
                           Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]))
-
-    def progress(self, name: str) -> str:
-        """``NAME (n=tokens,...)``."""
-        return f"{name} (n={','.join(map(str, self.tokens))})"
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> DominanceRow:
         """The row of ``point``: outcome counts and, for two tokens, the exact laws."""

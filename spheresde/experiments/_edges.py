@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ._store import format_value
+from .engine import format_value
 
 BOOTSTRAP_REPLICATES = 1000
 LEVEL = 0.95

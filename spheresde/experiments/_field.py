@@ -12,9 +12,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._plotting import ANTIPODAL, SINGLE, save, subplots
-from ._spec import BadParameters, ExperimentSpec, Section, param
-from ._store import atomic_write_text
-from ._sweep import AbstractResult
+from .engine import (
+    AbstractResult,
+    BadParameters,
+    ExperimentSpec,
+    Plan,
+    RunOptions,
+    Section,
+    atomic_write_text,
+    param,
+)
 
 FIELD_BETA_MAX = 5000.0
 """The largest beta of Figure 1: beyond about 5590 a query's attention on the other tokens
@@ -34,6 +41,17 @@ class FieldSpec(ExperimentSpec):
         check=lambda v: None if 0 <= v <= FIELD_BETA_MAX else
         f"must be in [0, {FIELD_BETA_MAX:g}] (beyond, the attention on the other tokens "
         "underflows and the tangent field is zero)")
+
+    def run(self, out: str | os.PathLike, options: RunOptions | None = None, *,
+            name: str | None = None) -> FieldResult:
+        """:func:`run_field` (no store: ``options`` and ``name`` are not used)."""
+        return run_field(self, out)
+
+    def plan(self, out: str | os.PathLike, options: RunOptions | None = None, *,
+             name: str | None = None) -> Plan:
+        """One figure, no sampling."""
+        return Plan([f"field: {self.command_line()}", "  one figure, no sampling: seconds"],
+                    0.0)
 
     @classmethod
     def report_section(cls, results: Mapping[str, Any], notes: Mapping[str, str]) -> Section:

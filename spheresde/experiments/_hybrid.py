@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,94 +9,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._network import network_depth
 from .._outcomes import DEFAULT_TOL
 from .._weights import Hybrid
 from ._agreement import BAND, mc_agreement
-from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
-from ._phase import SAMPLING, Method
-from ._report import table
-from ._spec import (
-    ABSORB,
-    BETAS,
-    HORIZON,
-    LAYERS,
-    SAMPLES,
-    SEED,
-    TOL,
-    Section,
-    at_least,
-    greater_than,
-    param,
+from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
+from ._monte_carlo import (
+    HORIZON_SCALE,
+    MAX_HORIZON,
+    SAMPLING,
+    AbstractScaledHorizonSpec,
+    Method,
+    Simulation,
+    at_least_one_layer,
+    cap_above_horizon,
 )
-
-HORIZON_SCALE = {
-    "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
-            "grows like 1/eps^2 (0: the fixed horizon T)",
-    "check": at_least(0.0)}
-MAX_HORIZON = {"help": "cap on c / eps^2 in T(eps) (0: no cap; never below T)",
-               "check": at_least(0.0)}
-
-
-def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers: int) -> float:
-    """The depth-time horizon of a point at noise ``eps``: ``max(T, min(c / eps^2, cap))``
-    (``cap`` 0: none), rounded to whole layers (``round(T L) / L``, what is simulated).
-
-    With ``scale`` 0 it is the fixed ``horizon`` (rounded as the simulators round it).
-    """
-    wanted = scale / eps**2 if scale > 0 else 0.0
-    if cap > 0:
-        wanted = min(wanted, cap)
-    return network_depth(max(horizon, wanted), layers) / layers
-
-
-class ScaledHorizon(AbstractMonteCarloSpec):
-    """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``): a point at noise
-    ``eps`` runs to :func:`scaled_horizon`, for a spec with the fields ``horizon``,
-    ``horizon_scale``, ``max_horizon`` and ``layers`` (declared by each final spec, in its
-    own order: the CSV columns and the resume identity follow that order)."""
-
-    horizon_scale: float
-    max_horizon: float
-
-    def point_horizon(self, eps: float) -> float:
-        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
-        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
-                              self.layers)
-
-    def steps(self) -> int:
-        """Layers per trajectory, averaged over the points (their horizons depend on eps),
-        for the ``--dry-run`` plan; 0 without Monte Carlo."""
-        return round(np.mean([self.point_steps(p) for p in self.points()]))
-
-    def point_steps(self, point: dict[str, Any]) -> int:
-        """Layers of a trajectory at ``point`` (its horizon depends on eps); 0 without
-        Monte Carlo."""
-        if not self.monte_carlo():
-            return 0
-        return network_depth(self.point_horizon(point["eps"]), self.layers)
-
-    def varying_steps(self) -> bool:
-        """Whether the horizon scales with eps."""
-        return bool(self.horizon_scale)
-
-    def shortened(self, steps: int) -> ScaledHorizon:
-        """The spec with the fixed horizon of ``steps`` layers (``horizon_scale`` 0)."""
-        return dataclasses.replace(self, horizon=steps / self.layers, horizon_scale=0.0)
-
-    def horizon_label(self) -> str:
-        """``T = 50``, or the rule ``T = max(50, 4/eps^2) <= 800`` when the horizon scales."""
-        if self.horizon_scale == 0:
-            return f"T = {self.horizon:g}"
-        cap = f" <= {self.max_horizon:g}" if self.max_horizon > 0 else ""
-        return f"T = max({self.horizon:g}, {self.horizon_scale:g}/eps^2){cap}"
-
-
-def _cap_above_horizon(spec) -> str | None:
-    if 0 < spec.max_horizon < spec.horizon:
-        return (f"`max_horizon={spec.max_horizon:g}` is below `horizon={spec.horizon:g}`; "
-                "raise it or pass 0 (no cap)")
-    return None
+from ._report import table
+from .engine import Section, at_least, greater_than, param
 
 
 def _two_tokens_only(spec: HybridSpec) -> str | None:
@@ -129,7 +56,7 @@ class HybridRow:
 
 
 @dataclass(frozen=True)
-class HybridSpec(ScaledHorizon):
+class HybridSpec(AbstractScaledHorizonSpec):
     """Figure 4: the dominant outcome of V = (mu/sqrt L) Id + eps G over betas x eps.
 
     The defaults are the ``quick`` sizes (three tokens in d = 3, the discrete network).
@@ -137,9 +64,10 @@ class HybridSpec(ScaledHorizon):
 
     command: ClassVar[str] = "hybrid"
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only, _cap_above_horizon, at_least_one_layer)
-    unused: ClassVar[dict[str, tuple[str, ...]]] = {
-        "exact": (*SAMPLING, "horizon_scale", "max_horizon")}
+    rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, at_least_one_layer)
+    unused: ClassVar = {"method": {"exact": (*SAMPLING, "horizon_scale", "max_horizon")}}
+    law_only: ClassVar = {"method": "exact"}
+    label: ClassVar[str] = "{name} ({method}, n={tokens})"
     row_type: ClassVar[type] = HybridRow
     axes: ClassVar[dict[str, str]] = {"beta": "betas", "eps": "eps"}
     report_rank: ClassVar[int] = 40
@@ -162,19 +90,11 @@ class HybridSpec(ScaledHorizon):
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
     seed: int = param(0, **SEED)
 
-    def monte_carlo(self) -> bool:
-        """Whether the method simulates (all but ``exact``)."""
-        return self.method != "exact"
-
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid weights of noise
         ``eps``, the horizon of ``eps``."""
         return Simulation(self.method, self.tokens, point["beta"], self.dim,
                           Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]))
-
-    def progress(self, name: str) -> str:
-        """``NAME (method, n=tokens)``."""
-        return f"{name} ({self.method}, n={self.tokens})"
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""

@@ -1,8 +1,9 @@
 """The base of the Monte Carlo sweeps: a chunk is :func:`~._simulate.simulate_counts` of a
 point, from independent uniform tokens to the outcome at the horizon.
 
-A final spec (``phase``, ``hybrid``, ``tokens``, ``dominance``) has the fields
-``trajectories``, ``layers``, ``horizon``, ``tol``, ``absorb`` and ``seed``, and says
+A final spec (``phase``, ``hybrid``, ``tokens``, ``dominance``) declares the fields
+``trajectories``, ``layers``, ``horizon``, ``tol``, ``absorb`` and ``seed`` (checked when
+its class is created), and says
 what one point simulates (:meth:`AbstractMonteCarloSpec.simulation`); the key of a
 chunk, its counts, their check, the trajectories and steps of the plan and the rule of
 at least one layer are the same for all of them and live here.
@@ -12,13 +13,16 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
-from .._network import network_depth
+from .._network import network_depth, reached_horizon
 from .._weights import AbstractWeights
 from ._simulate import counts_problem, simulate_counts
-from ._spec import AbstractChunkedSpec
-from ._store import Counts, chunk_seed
+from .engine import AbstractChunkedSpec, AbstractVar, Counts, at_least, chunk_seed
+
+Method = Literal["exact", "reduced", "particles", "discrete"]
+SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what Monte Carlo needs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,25 +54,39 @@ def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
 
 
 class AbstractMonteCarloSpec(AbstractChunkedSpec):
-    """A sweep of two-token or many-token Monte Carlo (see the module docstring); the
-    fields are declared by each final spec, in its own order (the CSV columns and the
-    resume identity follow that order)."""
+    """A sweep of two-token or many-token Monte Carlo (see the module docstring).
 
-    trajectories: int
-    layers: int
-    horizon: float
-    tol: float
-    absorb: float
-    seed: int
+    The fields are declared by each final spec, in its own order (the CSV columns and
+    the resume identity follow that order). ``law_only``: ``{field: value}`` of the
+    choice that computes the rows from the law alone (``{"method": "exact"}``: its
+    chunks are empty, nothing is sampled). Its horizon is either fixed
+    (:class:`AbstractFixedHorizonSpec`) or a rule of the point
+    (:class:`AbstractScaledHorizonSpec`): each implements
+    :meth:`~spheresde.experiments.AbstractChunkedSpec.shortened` and
+    :meth:`horizon_label`.
+    """
+
+    trajectories: AbstractVar[int]
+    layers: AbstractVar[int]
+    horizon: AbstractVar[float]
+    tol: AbstractVar[float]
+    absorb: AbstractVar[float]
+    seed: AbstractVar[int]
+    absorbing: ClassVar[str | None] = "absorb"
+    law_only: ClassVar[Mapping[str, str]] = {}
 
     @abc.abstractmethod
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """What ``point`` simulates (asked only when :meth:`monte_carlo` is true)."""
 
+    @abc.abstractmethod
+    def horizon_label(self) -> str:
+        """The horizon as reports print it, ``T = 50``."""
+
     def monte_carlo(self) -> bool:
-        """Whether the points are simulated (an ``exact`` method is not: its rows come
-        from the law itself and its chunks are empty)."""
-        return True
+        """Whether the points are simulated (not when a field has its :attr:`law_only`
+        value: the rows come from the law itself and the chunks are empty)."""
+        return not any(getattr(self, field) == value for field, value in self.law_only.items())
 
     def chunk(self, point: dict[str, Any], k: int, size: int) -> Counts:
         """Counts of chunk ``k`` (``size`` trajectories) of ``point``; nothing without
@@ -92,21 +110,12 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
         """``trajectories``, or 0 without Monte Carlo."""
         return self.trajectories if self.monte_carlo() else 0
 
-    def steps(self) -> int:
-        """``network_depth(horizon, layers)``, or 0 without Monte Carlo."""
-        return network_depth(self.horizon, self.layers) if self.monte_carlo() else 0
-
-    def shortened(self, steps: int) -> AbstractMonteCarloSpec:
-        """The spec with the horizon of ``steps`` layers."""
-        return dataclasses.replace(self, horizon=steps / self.layers)
-
-    def absorbs(self) -> bool:
-        """Whether early absorption is on (``absorb > 0``)."""
-        return self.absorb > 0
-
-    def horizon_label(self) -> str:
-        """The horizon as reports print it, ``T = 50``."""
-        return f"T = {self.horizon:g}"
+    def point_steps(self, point: dict[str, Any]) -> int:
+        """``network_depth`` of the point's horizon, the steps every method takes; 0
+        without Monte Carlo."""
+        if not self.monte_carlo():
+            return 0
+        return network_depth(self.simulation(point).horizon, self.layers)
 
     def sizes_label(self) -> str:
         """The Monte Carlo sizes as reports print them: trajectories, L, T and tol."""
@@ -114,4 +123,87 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
                 f"{self.horizon_label()}, tol = {self.tol:g}")
 
 
-__all__ = ["AbstractMonteCarloSpec", "Simulation", "at_least_one_layer"]
+class AbstractFixedHorizonSpec(AbstractMonteCarloSpec):
+    """A Monte Carlo sweep whose points all run to the one horizon ``T`` (``phase``,
+    ``tokens``): ``round(T L)`` steps of ``1/L``, to the depth-time :meth:`reached`."""
+
+    def reached(self) -> float:
+        """The depth-time every method's trajectories reach, where the laws are compared:
+        :func:`~spheresde._network.reached_horizon` of ``horizon`` and ``layers``."""
+        return reached_horizon(self.horizon, self.layers)
+
+    def shortened(self, steps: int) -> AbstractFixedHorizonSpec:
+        """The spec with the horizon of ``steps`` layers."""
+        return dataclasses.replace(self, horizon=steps / self.layers)
+
+    def horizon_label(self) -> str:
+        """``T = 50``."""
+        return f"T = {self.horizon:g}"
+
+
+HORIZON_SCALE = {
+    "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
+            "grows like 1/eps^2 (0: the fixed horizon T)",
+    "check": at_least(0.0)}
+MAX_HORIZON = {"help": "cap on c / eps^2 in T(eps) (0: no cap; never below T)",
+               "check": at_least(0.0)}
+
+
+def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers: int) -> float:
+    """The depth-time horizon of a point at noise ``eps``: ``max(T, min(c / eps^2, cap))``
+    (``cap`` 0: none), rounded to whole layers (``round(T L) / L``, what is simulated).
+
+    With ``scale`` 0 it is the fixed ``horizon`` (rounded as the simulators round it).
+    """
+    wanted = scale / eps**2 if scale > 0 else 0.0
+    if cap > 0:
+        wanted = min(wanted, cap)
+    return reached_horizon(max(horizon, wanted), layers)
+
+
+class AbstractScaledHorizonSpec(AbstractMonteCarloSpec):
+    """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``): a point at noise
+    ``eps`` runs to :func:`scaled_horizon`, for a spec with the fields ``horizon``,
+    ``horizon_scale``, ``max_horizon`` and ``layers`` (declared by each final spec, in its
+    own order: the CSV columns and the resume identity follow that order)."""
+
+    horizon_scale: AbstractVar[float]
+    max_horizon: AbstractVar[float]
+
+    def point_horizon(self, eps: float) -> float:
+        """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
+        return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
+                              self.layers)
+
+    def shortened(self, steps: int) -> AbstractScaledHorizonSpec:
+        """The spec with the fixed horizon of ``steps`` layers (``horizon_scale`` 0)."""
+        return dataclasses.replace(self, horizon=steps / self.layers, horizon_scale=0.0)
+
+    def horizon_label(self) -> str:
+        """``T = 50``, or the rule ``T = max(50, 4/eps^2) <= 800`` when the horizon scales."""
+        if self.horizon_scale == 0:
+            return f"T = {self.horizon:g}"
+        cap = f" <= {self.max_horizon:g}" if self.max_horizon > 0 else ""
+        return f"T = max({self.horizon:g}, {self.horizon_scale:g}/eps^2){cap}"
+
+
+def cap_above_horizon(spec) -> str | None:
+    if 0 < spec.max_horizon < spec.horizon:
+        return (f"`max_horizon={spec.max_horizon:g}` is below `horizon={spec.horizon:g}`; "
+                "raise it or pass 0 (no cap)")
+    return None
+
+
+__all__ = [
+    "HORIZON_SCALE",
+    "MAX_HORIZON",
+    "SAMPLING",
+    "AbstractFixedHorizonSpec",
+    "AbstractMonteCarloSpec",
+    "AbstractScaledHorizonSpec",
+    "Method",
+    "Simulation",
+    "at_least_one_layer",
+    "cap_above_horizon",
+    "scaled_horizon",
+]

@@ -15,25 +15,18 @@ import numpy as np
 from .._outcomes import DEFAULT_TOL
 from .._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
-from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
-from ._report import pm, table
-from ._spec import (
-    ABSORB,
-    BETAS,
-    HORIZON,
-    LAYERS,
-    SAMPLES,
-    SEED,
-    SIGMA,
-    TOL,
-    Section,
-    at_least,
-    param,
+from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._monte_carlo import (
+    SAMPLING,
+    AbstractFixedHorizonSpec,
+    Method,
+    Simulation,
+    at_least_one_layer,
 )
+from ._report import pm, table
+from .engine import Section, at_least, param
 
 METHODS = ("exact", "reduced", "particles", "discrete")
-Method = Literal["exact", "reduced", "particles", "discrete"]
-SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what a Monte Carlo method needs
 #: The methods whose chain has a derived first-order law (two_token.outcome_probabilities'
 #: ``chain``): the network itself and the Euler chain of the reduced SDE.
 CHAIN = {"discrete": "network", "reduced": "reduced"}
@@ -98,7 +91,7 @@ class PhaseRow:
 
 
 @dataclass(frozen=True)
-class PhaseSpec(AbstractMonteCarloSpec):
+class PhaseSpec(AbstractFixedHorizonSpec):
     """Figure 3: P(two uniform tokens end antipodal) on a grid of dimensions x betas.
 
     The defaults are the ``quick`` sizes: the reduced 1-D SDE of rho instead of the
@@ -107,7 +100,9 @@ class PhaseSpec(AbstractMonteCarloSpec):
 
     command: ClassVar[str] = "phase"
     summary: ClassVar[str] = "Figure 3: two-token antipodal probability against beta"
-    unused: ClassVar[dict[str, tuple[str, ...]]] = {"exact": SAMPLING}
+    unused: ClassVar = {"method": {"exact": SAMPLING}}
+    law_only: ClassVar = {"method": "exact"}
+    label: ClassVar[str] = "{name} ({method})"
     rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods)
     row_type: ClassVar[type] = PhaseRow
     axes: ClassVar[dict[str, str]] = {"d": "dims", "beta": "betas"}
@@ -131,18 +126,10 @@ class PhaseSpec(AbstractMonteCarloSpec):
         "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
         "normalize; exact and reduced use the derived law, the RMS one at d - 1)", added=True)
 
-    def monte_carlo(self) -> bool:
-        """Whether the method simulates (all but ``exact``)."""
-        return self.method != "exact"
-
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """Two tokens in dimension ``d`` at ``beta``, pure-noise weights, the horizon T."""
         return Simulation(self.method, 2, point["beta"], point["d"], PureNoise(self.sigma),
                           self.horizon, self.norm)
-
-    def progress(self, name: str) -> str:
-        """``NAME (method)``."""
-        return f"{name} ({self.method})"
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> PhaseRow:
         """The row of ``point``: the Monte Carlo fractions (or the exact law) beside the
@@ -159,14 +146,14 @@ class PhaseSpec(AbstractMonteCarloSpec):
             fractions = finite = exact
         else:
             fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
-            finite = two_token.outcome_probabilities(beta, law_d, horizon=self.horizon,
+            finite = two_token.outcome_probabilities(beta, law_d, horizon=self.reached(),
                                                      tol=self.tol, sigma=self.sigma)
             if self.method in CHAIN and self.norm == "rms":  # L_1 is derived for RMS chains
                 with warnings.catch_warnings(record=True) as caught:
                     # a sweep logs where P + C/L is not accurate instead of stopping
                     warnings.simplefilter("always", two_token.FirstOrderWarning)
                     network = float(two_token.outcome_probabilities(
-                        beta, d, horizon=self.horizon, tol=self.tol, sigma=self.sigma,
+                        beta, d, horizon=self.reached(), tol=self.tol, sigma=self.sigma,
                         layers=self.layers, chain=CHAIN[self.method],
                         law=NETWORK_LAW[CHAIN[self.method]]).antipodal)
                 for w in caught:
@@ -206,7 +193,7 @@ class PhaseSpec(AbstractMonteCarloSpec):
             if method == "exact":
                 ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
             else:
-                finite = two_token.outcome_probabilities(coarse, law_d, horizon=self.horizon,
+                finite = two_token.outcome_probabilities(coarse, law_d, horizon=self.reached(),
                                                          tol=self.tol, sigma=sigma).antipodal
                 ax.plot(coarse, finite, color=color, lw=1.6, label=f"d={d}")
                 ax.plot(fine, curve, color=color, lw=1, ls=":")

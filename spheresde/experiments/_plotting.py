@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from ._store import oserror_for
+from .engine import oserror_for
 
 # The paper's colours: magenta for a single cluster, violet for antipodal pairs.
 SINGLE = "#d62fa0"

@@ -8,9 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._spec import ExperimentSpec, Section
-from ._store import atomic_write_text
-from ._sweep import AbstractResult, SweepResult
+from .engine import AbstractResult, ExperimentSpec, Section, SweepResult, atomic_write_text
 
 PAPER = "Clustering in Deep Stochastic Transformers (arXiv 2601.21942)"
 
@@ -136,7 +134,7 @@ def _footer(results: Mapping[str, AbstractResult]) -> list[str]:
 def sections(results: Mapping[str, AbstractResult],
              notes: Mapping[str, str]) -> list[Section]:
     """The sections of the experiments that ran, each from its spec's
-    :meth:`~._spec.ExperimentSpec.report_section` given the results of that spec's class
+    :meth:`~.engine.ExperimentSpec.report_section` given the results of that spec's class
     (by run name, in run order), ordered by the classes' ``report_rank``."""
     by_class: dict[type[ExperimentSpec], dict[str, AbstractResult]] = {}
     for name, result in results.items():

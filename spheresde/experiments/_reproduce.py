@@ -1,5 +1,5 @@
-"""``spheresde reproduce``: every experiment at one scale, the proofs_check report, REPORT.md;
-and :func:`run`, which runs any spec (the top of the experiment layer, below the CLI)."""
+"""``spheresde reproduce``: every experiment at one scale, the proofs_check report and
+REPORT.md; :class:`ReproduceSpec` names the scale (:mod:`._scales`)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,118 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
+from .. import _datasets
+from ._common import SEED
 from ._field import FieldSpec, run_field
-from ._plan import _duration
 from ._report import write_report
-from ._scales import SCALES, ReproduceSpec, training_data
-from ._spec import AbstractSweepSpec, BadParameters, ExperimentSpec
-from ._store import atomic_write_text
-from ._sweep import AbstractResult, RunOptions, estimate_sweep, plan_sweep, run_sweep
+from ._scales import SCALES
 from ._train import load_data
+from .engine import (
+    AbstractResult,
+    AbstractSweepSpec,
+    BadParameters,
+    ExperimentSpec,
+    Plan,
+    RunOptions,
+    Section,
+    atomic_write_text,
+    duration,
+    param,
+)
+
+
+def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
+    if spec.data_dir and spec.scale != "paper":
+        return ("`data_dir` is used by `scale='paper'` only (quick and smoke train Figure 2 "
+                "on the digits)")
+    return None
+
+
+@dataclass(frozen=True)
+class ReproduceSpec(ExperimentSpec):
+    """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
+
+    command: ClassVar[str] = "reproduce"
+    summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
+    stores: ClassVar[bool] = True
+    runs_in_chunks: ClassVar[bool] = True
+    rules: ClassVar = (_data_dir_is_for_paper,)
+
+    scale: Literal["quick", "paper", "smoke"] = param(
+        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
+        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
+        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
+    data_dir: str = param(
+        "", "paper scale: folder with CIFAR-10's python-version batches (or Fashion-MNIST's "
+        "IDX files) for Figure 2; without it Figure 2 trains on Fashion-MNIST when `apt-get "
+        "install dataset-fashion-mnist` has installed it, else on the digits", metavar="DIR")
+    seed: int = param(0, **SEED)
+
+    def run(self, out: str | os.PathLike, options: RunOptions | None = None, *,
+            name: str | None = None) -> ReproduceResult:
+        """:func:`reproduce` (``name`` is not used: every run has its own)."""
+        return reproduce(self, out, options)
+
+    def plan(self, out: str | os.PathLike, options: RunOptions | None = None, *,
+             name: str | None = None) -> Plan:
+        """Every sweep's plan, and the total of their estimates."""
+        return _plan(self, out, options)
+
+    @classmethod
+    def report_section(cls, results: Mapping[str, Any],
+                       notes: Mapping[str, str]) -> Section | None:
+        """None: ``REPORT.md`` is the report of the sweeps that ``reproduce`` runs."""
+        return None
+
+
+# Fashion-MNIST: 15 epochs of its 60,000 images (937 steps each) where the digits take 30
+# of 22 steps; the patches are each data set's own (spheresde._datasets.PATCH)
+FASHION = {"epochs": 15}
+
+
+def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
+    """Which data set Figure 2 trains on at ``spec.scale``, and why, in one sentence.
+
+    The paper scale takes CIFAR-10 when ``--data-dir`` holds its batches, else
+    Fashion-MNIST from ``--data-dir`` or from where Debian's ``dataset-fashion-mnist``
+    installs it, else the digits; the other scales take the digits. Returns the fields
+    of the train spec to replace and the sentence. Raises :class:`BadParameters` when
+    ``--data-dir`` holds neither data set, before anything is computed.
+    """
+    # the module's names are read at call time: tests point FASHION_MNIST_DIR elsewhere
+    cifar, fashion, fashion_dir = (_datasets.CIFAR10_FILES, _datasets.FASHION_MNIST_FILES,
+                                   _datasets.FASHION_MNIST_DIR)
+
+    if spec.scale != "paper":
+        return {}, (f"At `{spec.scale}` scale Figure 2 trains on the digits, a much easier "
+                    "task than the paper's CIFAR-10, to stay within minutes.")
+    if spec.data_dir:
+        if _datasets.holds(spec.data_dir, "cifar10"):
+            return ({"dataset": "cifar10", "data_dir": spec.data_dir},
+                    f"`--data-dir {spec.data_dir}` holds CIFAR-10, the paper's data set.")
+        if _datasets.holds(spec.data_dir, "fashion-mnist"):
+            return ({"dataset": "fashion-mnist", "data_dir": spec.data_dir, **FASHION},
+                    f"`--data-dir {spec.data_dir}` holds Fashion-MNIST, not CIFAR-10: the "
+                    "real-benchmark stand-in.")
+        found = "holds neither" if Path(spec.data_dir).is_dir() else "no such folder; expected"
+        raise BadParameters(
+            f"`data_dir='{spec.data_dir}'`: {found} CIFAR-10's python-version batches "
+            f"({', '.join(cifar)}) nor Fashion-MNIST's IDX files "
+            f"({', '.join(fashion)}); unpack one of them there, or drop "
+            "`data_dir` to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")
+    if _datasets.holds(fashion_dir, "fashion-mnist"):
+        return ({"dataset": "fashion-mnist", **FASHION},
+                f"No `--data-dir` with CIFAR-10 was given, so Figure 2 trains on Fashion-MNIST "
+                f"from {fashion_dir} (Debian's dataset-fashion-mnist), the "
+                "real-benchmark stand-in.")
+    return {}, ("Neither CIFAR-10 (`--data-dir`) nor Fashion-MNIST (`apt-get install "
+                "dataset-fashion-mnist`) is at hand, so Figure 2 trains on the digits, a much "
+                "easier task than the paper's.")
 
 
 @dataclass(frozen=True)
@@ -114,7 +215,7 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike,
     try:
         results: dict[str, AbstractResult] = {"field": run_field(FieldSpec(), out)}
         for name, sweep in sweeps.items():
-            results[name] = run_sweep(sweep, out, options, name=name)
+            results[name] = sweep.run(out, options, name=name)
         if not options.quiet and checking.process is not None:
             print("waiting for python -m proofs_check ...", file=sys.stderr)
         proofs = checking.report()
@@ -126,50 +227,19 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike,
     return ReproduceResult(spec, results, report, sorted(out.glob("*.png")), wall)
 
 
-def _checked_out(out: str | os.PathLike) -> None:
-    if not os.fspath(out).strip():
-        raise BadParameters("the output directory is empty; give one, e.g. 'results' "
-                            "('.' for the current directory)")
-
-
-def run(spec: ExperimentSpec, out: str | os.PathLike,
-        options: RunOptions | None = None) -> AbstractResult:
-    """Run ``spec`` into the directory ``out``: a sweep (:func:`run_sweep`), Figure 1
-    (:func:`run_field`) or everything (:func:`reproduce`); its ``summary()`` says what it
-    wrote."""
-    _checked_out(out)
-    if isinstance(spec, ReproduceSpec):
-        return reproduce(spec, out, options)
-    if isinstance(spec, FieldSpec):
-        return run_field(spec, out)
-    if isinstance(spec, AbstractSweepSpec):
-        return run_sweep(spec, out, options)
-    raise TypeError(f"{type(spec).__name__} is not an experiment that runs")
-
-
-def plan(spec: ExperimentSpec, out: str | os.PathLike,
-         options: RunOptions | None = None) -> list[str]:
-    """What :func:`run` would compute, as the lines ``--dry-run`` prints: the points and
-    chunks left, their trajectory-steps and a wall-time estimate. Nothing is written."""
-    _checked_out(out)
+def _plan(spec: ReproduceSpec, out: str | os.PathLike, options: RunOptions | None) -> Plan:
+    """Every sweep's plan and the total of their estimates."""
     options = RunOptions() if options is None else options
-    if isinstance(spec, ReproduceSpec):
-        sweeps, _ = _sweeps(spec)
-        plans = {name: estimate_sweep(sweep, out, options, name=name)
-                 for name, sweep in sweeps.items()}
-        lines = [line for one in plans.values() for line in one.lines]
-        refused = [name for name, one in plans.items() if one.seconds is None]
-        total = sum(one.seconds or 0.0 for one in plans.values())
-        slowest = max(plans, key=lambda name: plans[name].seconds or 0.0)
-        lines.append(f"reproduce --scale {spec.scale}: estimated wall time of the sweeps "
-                     f"{_duration(total)} (the longest: {slowest}, "
-                     f"{_duration(plans[slowest].seconds or 0.0)})"
-                     + (f"; refused: {', '.join(refused)}" if refused else "")
-                     + "; Figure 1 and the proofs_check report come on top, not priced "
-                     "here")
-        return lines
-    if isinstance(spec, FieldSpec):
-        return [f"field: {spec.command_line()}", "  one figure, no sampling: seconds"]
-    if isinstance(spec, AbstractSweepSpec):
-        return plan_sweep(spec, out, options)
-    raise TypeError(f"{type(spec).__name__} is not an experiment that runs")
+    sweeps, _ = _sweeps(spec)
+    plans = {name: sweep.plan(out, options, name=name) for name, sweep in sweeps.items()}
+    lines = [line for one in plans.values() for line in one.lines]
+    refused = [name for name, one in plans.items() if one.seconds is None]
+    total = sum(one.seconds or 0.0 for one in plans.values())
+    slowest = max(plans, key=lambda name: plans[name].seconds or 0.0)
+    lines.append(f"reproduce --scale {spec.scale}: estimated wall time of the sweeps "
+                 f"{duration(total)} (the longest: {slowest}, "
+                 f"{duration(plans[slowest].seconds or 0.0)})"
+                 + (f"; refused: {', '.join(refused)}" if refused else "")
+                 + "; Figure 1 and the proofs_check report come on top, not priced "
+                 "here")
+    return Plan(lines, total)

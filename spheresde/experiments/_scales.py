@@ -9,24 +9,20 @@ step and a shorter horizon, and reports the undecided fraction this leaves. ``sm
 runs the whole pipeline at toy sizes in seconds (tests, a first look); its numbers mean
 little. Figure 2 (``train``) trains on scikit-learn's digits at quick and smoke scale; at
 paper scale on CIFAR-10 when ``--data-dir`` holds it, else on Fashion-MNIST when it is
-installed, else on the digits. :class:`ReproduceSpec`, the
-spec of ``spheresde reproduce``, names one of these scales; it lives here, below the
-registry and ``reproduce`` itself, which both need it.
+installed, else on the digits. :class:`~._reproduce.ReproduceSpec`, the
+spec of ``spheresde reproduce``, names one of these scales.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import ClassVar, Literal
+from dataclasses import replace
 
-from .. import _datasets
 from ._dominance import DominanceSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
-from ._spec import SEED, BadParameters, ExperimentSpec, param
 from ._tokens import TokensSpec
 from ._train import TrainSpec
+from .engine import ExperimentSpec
 
 
 def _with_constant_weights(scale: dict[str, ExperimentSpec | None]) -> dict:
@@ -89,76 +85,3 @@ SMOKE = _with_constant_weights({
 })
 
 SCALES = {"quick": QUICK, "paper": PAPER, "smoke": SMOKE}
-
-
-def _data_dir_is_for_paper(spec: ReproduceSpec) -> str | None:
-    if spec.data_dir and spec.scale != "paper":
-        return ("`data_dir` is used by `scale='paper'` only (quick and smoke train Figure 2 "
-                "on the digits)")
-    return None
-
-
-@dataclass(frozen=True)
-class ReproduceSpec(ExperimentSpec):
-    """Every experiment of one scale, the ``proofs_check`` report and ``REPORT.md``."""
-
-    command: ClassVar[str] = "reproduce"
-    summary: ClassVar[str] = "every figure, the proofs_check report and REPORT.md"
-    stores: ClassVar[bool] = True
-    runs_in_chunks: ClassVar[bool] = True
-    rules: ClassVar = (_data_dir_is_for_paper,)
-
-    scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
-        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
-        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
-    data_dir: str = param(
-        "", "paper scale: folder with CIFAR-10's python-version batches (or Fashion-MNIST's "
-        "IDX files) for Figure 2; without it Figure 2 trains on Fashion-MNIST when `apt-get "
-        "install dataset-fashion-mnist` has installed it, else on the digits", metavar="DIR")
-    seed: int = param(0, **SEED)
-
-
-# Fashion-MNIST: 15 epochs of its 60,000 images (937 steps each) where the digits take 30
-# of 22 steps; the patches are each data set's own (spheresde._datasets.PATCH)
-FASHION = {"epochs": 15}
-
-
-def training_data(spec: ReproduceSpec) -> tuple[dict, str]:
-    """Which data set Figure 2 trains on at ``spec.scale``, and why, in one sentence.
-
-    The paper scale takes CIFAR-10 when ``--data-dir`` holds its batches, else
-    Fashion-MNIST from ``--data-dir`` or from where Debian's ``dataset-fashion-mnist``
-    installs it, else the digits; the other scales take the digits. Returns the fields
-    of the train spec to replace and the sentence. Raises :class:`BadParameters` when
-    ``--data-dir`` holds neither data set, before anything is computed.
-    """
-    # the module's names are read at call time: tests point FASHION_MNIST_DIR elsewhere
-    cifar, fashion, fashion_dir = (_datasets.CIFAR10_FILES, _datasets.FASHION_MNIST_FILES,
-                                   _datasets.FASHION_MNIST_DIR)
-
-    if spec.scale != "paper":
-        return {}, (f"At `{spec.scale}` scale Figure 2 trains on the digits, a much easier "
-                    "task than the paper's CIFAR-10, to stay within minutes.")
-    if spec.data_dir:
-        if _datasets.holds(spec.data_dir, "cifar10"):
-            return ({"dataset": "cifar10", "data_dir": spec.data_dir},
-                    f"`--data-dir {spec.data_dir}` holds CIFAR-10, the paper's data set.")
-        if _datasets.holds(spec.data_dir, "fashion-mnist"):
-            return ({"dataset": "fashion-mnist", "data_dir": spec.data_dir, **FASHION},
-                    f"`--data-dir {spec.data_dir}` holds Fashion-MNIST, not CIFAR-10: the "
-                    "real-benchmark stand-in.")
-        found = "holds neither" if Path(spec.data_dir).is_dir() else "no such folder; expected"
-        raise BadParameters(
-            f"`data_dir='{spec.data_dir}'`: {found} CIFAR-10's python-version batches "
-            f"({', '.join(cifar)}) nor Fashion-MNIST's IDX files "
-            f"({', '.join(fashion)}); unpack one of them there, or drop "
-            "`data_dir` to use Fashion-MNIST from `apt-get install dataset-fashion-mnist`")
-    if _datasets.holds(fashion_dir, "fashion-mnist"):
-        return ({"dataset": "fashion-mnist", **FASHION},
-                f"No `--data-dir` with CIFAR-10 was given, so Figure 2 trains on Fashion-MNIST "
-                f"from {fashion_dir} (Debian's dataset-fashion-mnist), the "
-                "real-benchmark stand-in.")
-    return {}, ("Neither CIFAR-10 (`--data-dir`) nor Fashion-MNIST (`apt-get install "
-                "dataset-fashion-mnist`) is at hand, so Figure 2 trains on the digits, a much "
-                "easier task than the paper's.")

@@ -3,9 +3,14 @@
 Methods
 -------
 ``exact``      scale-function quadrature of the 1-D diffusion of rho (the t -> infinity law).
-``reduced``    Monte Carlo of that 1-D SDE (in z = artanh rho), step 1/L, horizon T.
-``particles``  the Ito SDE on (S^{d-1})^n of all tokens, step 1/L, horizon T.
+``reduced``    Monte Carlo of that 1-D SDE (in z = artanh rho), round(T L) steps of 1/L.
+``particles``  the Ito SDE on (S^{d-1})^n of all tokens, round(T L) steps of 1/L.
 ``discrete``   the L-layer network itself: round(T L) layers with fresh V per layer.
+
+Every Monte Carlo method takes the same ``round(T L)`` steps
+(:func:`~spheresde._network.network_depth`, counted once by :func:`simulate_counts`), so
+all of them reach the depth-time ``round(T L) / L``: T itself whenever T L is a whole
+number, the depth-time at which their laws are compared.
 
 All Monte Carlo methods start from independent uniform tokens and classify the state at
 the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
@@ -54,30 +59,35 @@ def two_token_dimension(d: int, norm: str = "rms") -> int:
 
 @functools.cache
 def _compiled(method: str, norm: str = "rms"):
-    """``(key, tokens0, beta, weights, layers, horizon) -> final tokens``, jitted once.
+    """``(key, tokens0, beta, weights, layers, steps) -> final tokens``, jitted once.
 
-    ``beta`` is traced, so a sweep over inverse temperatures compiles once per shape and weight
-    model instead of once per grid point (compilation dominates at quick sizes).
+    Both methods take ``steps`` steps of ``1/layers``, to the depth-time
+    ``steps / layers``: the network ``steps`` layers, the particle SDE a step grid that
+    :func:`~spheresde.solve` makes of exactly that many steps (a whole number of steps of
+    ``dt``), so that at ``T L = 2.5`` it takes the network's 2 steps, not 3 (2 and a
+    sliver of half a step). ``beta`` is traced, so a sweep over inverse temperatures
+    compiles once per shape and weight model instead of once per grid point
+    (compilation dominates at quick sizes).
     """
     import jax
 
     from .. import simulate_network, solve_batch, transformer_sde
 
-    def run(key, tokens0, beta, weights, layers, horizon):
+    def run(key, tokens0, beta, weights, layers, steps):
         trajectories, n, d = tokens0.shape
         if method == "discrete":
             return simulate_network(key, tokens0, beta, weights, layers=layers,
-                                    horizon=horizon, trajectories=trajectories,
+                                    horizon=steps / layers, trajectories=trajectories,
                                     norm=norm).tokens
         # span noise (d x n normals) is exact in law for the Ito Euler-type default solver
         sde = transformer_sde(beta, weights, d=d, noise="span" if n < d else "full", n=n)
-        return solve_batch(sde, tokens0, 0.0, horizon, 1.0 / layers, key=key).ys[:, -1]
+        return solve_batch(sde, tokens0, 0.0, steps / layers, 1.0 / layers, key=key).ys[:, -1]
 
-    return jax.jit(run, static_argnames=("weights", "layers", "horizon"))
+    return jax.jit(run, static_argnames=("weights", "layers", "steps"))
 
 
 def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
-                  weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
+                  weights: AbstractWeights, trajectories: int, layers: int, steps: int,
                   norm: str = "rms", dtype=None):
     """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts
     (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized)."""
@@ -88,7 +98,7 @@ def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
     start_key, path_key = jax.random.split(key)
     tokens0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
     return _compiled(method, norm)(path_key, tokens0, beta, weights=weights, layers=layers,
-                                   horizon=horizon)
+                                   steps=steps)
 
 
 def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0,
@@ -104,13 +114,13 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 
 
 def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
-                    weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
+                    weights: AbstractWeights, trajectories: int, layers: int, steps: int,
                     tol: float, norm: str = "rms", dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d, weights=weights,
-                          trajectories=trajectories, layers=layers, horizon=horizon, norm=norm,
+                          trajectories=trajectories, layers=layers, steps=steps, norm=norm,
                           dtype=dtype)
     codes = np.asarray(classify(final, tol))
     return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
@@ -138,7 +148,7 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     """
     from .._absorption import absorbing_network, absorbing_rho
 
-    steps = network_depth(horizon, layers)
+    steps = network_depth(horizon, layers)  # the one count, passed to every method
     constant = isinstance(weights, ConstantWeights)
     if norm == "layer" and method == "particles":
         raise ValueError("norm='layer' needs method 'reduced' or 'discrete' (the particle SDE "
@@ -148,18 +158,18 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     if method == "reduced" and not constant:
         mu, eps = weights.limit()
         codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
-                                    trajectories=trajectories, dt=1.0 / layers,
-                                    horizon=horizon, tol=tol, bound=absorb, dtype=dtype)
+                                    trajectories=trajectories, layers=layers, steps=steps,
+                                    tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     elif method == "discrete" and tokens == 2 and norm == "rms":
         codes, work = absorbing_network(key, beta=beta, d=d, weights=weights,
                                         trajectories=trajectories, layers=layers,
-                                        horizon=horizon, tol=tol, bound=absorb, dtype=dtype)
+                                        steps=steps, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,
-                                          layers=layers, horizon=horizon, tol=tol, norm=norm,
+                                          layers=layers, steps=steps, tol=tol, norm=norm,
                                           dtype=dtype)
         work = trajectories * steps
     return {

@@ -11,21 +11,10 @@ import numpy as np
 
 from .._outcomes import DEFAULT_TOL
 from .._weights import ConstantWeights, PureNoise
-from ._monte_carlo import AbstractMonteCarloSpec, Simulation, at_least_one_layer
+from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._monte_carlo import AbstractFixedHorizonSpec, Simulation, at_least_one_layer
 from ._report import pm, table
-from ._spec import (
-    ABSORB,
-    BETAS,
-    HORIZON,
-    LAYERS,
-    SAMPLES,
-    SEED,
-    SIGMA,
-    TOL,
-    Section,
-    at_least,
-    param,
-)
+from .engine import Section, at_least, param
 
 
 @dataclass(frozen=True)
@@ -45,7 +34,7 @@ class TokensRow:
 
 
 @dataclass(frozen=True)
-class TokensSpec(AbstractMonteCarloSpec):
+class TokensSpec(AbstractFixedHorizonSpec):
     """Antipodal formations of n > 2 tokens over numbers of tokens x betas.
 
     The defaults are the ``quick`` sizes (the discrete network in d = 3).
@@ -55,6 +44,7 @@ class TokensSpec(AbstractMonteCarloSpec):
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
     rules: ClassVar[tuple] = (at_least_one_layer,)
     row_type: ClassVar[type] = TokensRow
+    label: ClassVar[str] = "{name} ({method})"
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "beta": "betas"}
     report_rank: ClassVar[int] = 60
 
@@ -81,10 +71,6 @@ class TokensSpec(AbstractMonteCarloSpec):
         weights = ConstantWeights() if self.weights == "constant" else PureNoise(self.sigma)
         return Simulation(self.method, point["tokens"], point["beta"], self.dim, weights,
                           self.horizon)
-
-    def progress(self, name: str) -> str:
-        """``NAME (method)``."""
-        return f"{name} ({self.method})"
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> TokensRow:
         """The row of ``point``: outcome fractions and the sizes of the two clusters."""

@@ -22,18 +22,9 @@ import numpy as np
 from .._classifier import EVALUATION_CHUNK
 from .._datasets import PATCH, SIDE
 from .._outcomes import DEFAULT_TOL
+from ._common import SEED, TOL
 from ._report import table
-from ._spec import (
-    SEED,
-    TOL,
-    AbstractPointSpec,
-    BadParameters,
-    Plan,
-    Section,
-    at_least,
-    greater_than,
-    param,
-)
+from .engine import AbstractPointSpec, BadParameters, Plan, Section, at_least, greater_than, param
 
 
 def _cifar_needs_a_folder(spec: TrainSpec) -> str | None:
@@ -92,6 +83,8 @@ class TrainSpec(AbstractPointSpec):
     summary: ClassVar[str] = "Figure 2: train the Transformer, V constant vs random vs identity"
     rules: ClassVar = (_cifar_needs_a_folder, _digits_take_no_folder, _subset_is_for_fashion)
     row_type: ClassVar[type] = TrainRow
+    label: ClassVar[str] = "{name} ({dataset})"
+    together_by: ClassVar[tuple[str, ...]] = ("layers",)  # the runs of one depth
     report_rank: ClassVar[int] = 20
 
     weights: tuple[Literal["constant", "random", "identity"], ...] = param(
@@ -145,10 +138,6 @@ class TrainSpec(AbstractPointSpec):
         return [{"weights": w, "seed": self.seed + k, "layers": L} for L in self.layers
                 for k in range(self.seeds) for w in self.weights]
 
-    def progress(self, name: str) -> str:
-        """``NAME (dataset)``."""
-        return f"{name} ({self.dataset})"
-
     def prepare(self) -> dict[str, Any]:
         """Read the data set (a missing or malformed one fails before any run); the
         versions of the libraries that train and the seeds, for the metadata."""
@@ -162,16 +151,12 @@ class TrainSpec(AbstractPointSpec):
                              "optax": optax.__version__, "scikit-learn": sklearn.__version__},
                 "seeds": [self.seed + k for k in range(self.seeds)]}
 
-    def together(self, point: dict[str, Any]) -> int:
-        """The runs of one depth are trained together."""
-        return point["layers"]
-
     def compute(self, points: list[dict[str, Any]], *, quiet: bool) -> list[list[TrainRow]]:
         """The rows of the training runs of one depth, one per epoch and run, trained
         together (:func:`train_runs`)."""
         return train_runs(self, points, quiet=quiet)
 
-    def plan(self, name: str, pending: list[dict[str, Any]]) -> Plan:
+    def estimate(self, name: str, pending: list[dict[str, Any]]) -> Plan:
         """The runs left, their work and a wall-time estimate from a calibration of the
         real compiled programs in this process (:func:`train_estimate`)."""
         lines, parts = train_estimate(self, pending)
@@ -365,7 +350,7 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
     the training images (forward); a layer costs about ``n^2 d + n d^2`` per image
     (attention between the ``n`` tokens, then the ``d x d`` matrices).
     """
-    from ._plan import _duration
+    from .engine import duration
 
     if not pending:
         return [f"  nothing to compute: the {len(spec.points())} runs are stored"], {}
@@ -412,9 +397,9 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
         parts["compile"] += m["compile"] + shapes * m["eval_compile"]
         parts["train"] += len(points) * (trained // batch) * m["step"]
         parts["evaluate"] += len(points) * evaluated * m["image"]
-    lines.append(f"  estimated wall time: {_duration(sum(parts.values()))} (compiling "
-                 f"{_duration(parts['compile'])}, training {_duration(parts['train'])}, "
-                 f"evaluating {_duration(parts['evaluate'])}; as loaded now)")
+    lines.append(f"  estimated wall time: {duration(sum(parts.values()))} (compiling "
+                 f"{duration(parts['compile'])}, training {duration(parts['train'])}, "
+                 f"evaluating {duration(parts['evaluate'])}; as loaded now)")
     return lines, parts
 
 

@@ -3,7 +3,8 @@
 The ``spheresde`` command line (:mod:`spheresde.cli`) is built from :data:`SPECS`, one
 sub-command per spec class; everything else about an experiment (how it runs, what it
 stores, its figure and its section of ``REPORT.md``) is its spec's interface
-(:class:`~._spec.AbstractSweepSpec`). A new experiment is one module and one
+(:class:`~.engine.ExperimentSpec`: ``run``, ``plan``,
+``report_section``). A new experiment is one module and one
 :func:`register` call. Nothing here runs an experiment.
 """
 
@@ -13,10 +14,10 @@ from ._dominance import DominanceSpec
 from ._field import FieldSpec
 from ._hybrid import HybridSpec
 from ._phase import PhaseSpec
-from ._scales import ReproduceSpec
-from ._spec import ExperimentSpec
+from ._reproduce import ReproduceSpec
 from ._tokens import TokensSpec
 from ._train import TrainSpec
+from .engine import ExperimentSpec
 
 SPECS: dict[str, type[ExperimentSpec]] = {}
 """Sub-command name -> spec class, in the order ``spheresde --help`` lists them."""

@@ -23,6 +23,7 @@ from jaxtyping import Float
 
 from .._brownian import bit_signs
 from .._devices import leading_axis_sharding
+from .._network import horizon_steps
 from .._outcomes import DEFAULT_TOL, OutcomeFractions, classify_rho, fractions_from_codes
 from .._typing import ArrayLike, FloatArray, PRNGKeyArray, RealGrid, RealScalar
 from ._coefficients import noise_scale
@@ -101,7 +102,8 @@ def simulate_rho(key: PRNGKeyArray, beta: RealGrid, d: RealGrid, *, trajectories
     r"""Monte Carlo of the reduced SDE of two tokens; :math:`\rho_T` per trajectory.
 
     Euler--Maruyama (Ito) in :math:`z = \operatorname{artanh}\rho` with the lambdified
-    ``z_drift`` / ``z_diffusion``, ``round(horizon / dt)`` steps. ``beta``, ``d``, ``sigma``
+    ``z_drift`` / ``z_diffusion``, ``horizon_steps(horizon, dt)`` steps (the rule of depth,
+    ``round(T / dt)``). ``beta``, ``d``, ``sigma``
     / ``eps`` and ``mu`` broadcast to a grid, and every grid point gets ``trajectories``
     lanes of one compiled kernel (one kernel serves a whole Figure 3).
 
@@ -151,7 +153,7 @@ def simulate_rho(key: PRNGKeyArray, beta: RealGrid, d: RealGrid, *, trajectories
     else:
         r0 = jnp.asarray(np.broadcast_to(np.asarray(rho0, float)[..., None], lanes).ravel(), dtype)
         z0 = jnp.arctanh(r0)
-    steps = round(horizon / dt)
+    steps = horizon_steps(horizon, dt)
     sharding = leading_axis_sharding(z0.size, "lanes")
     if sharding is not None:
         z0, beta, d, e, mu = (jax.device_put(a, sharding) for a in (z0, beta, d, e, mu))

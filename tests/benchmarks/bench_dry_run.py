@@ -26,14 +26,14 @@ ESTIMATE = """
 import json, sys
 from pathlib import Path
 from spheresde.experiments._scales import SCALES
-from spheresde.experiments._sweep import RunOptions
-from spheresde.experiments._plan import plan_estimate
+from spheresde.experiments.engine._driver import RunOptions
+from spheresde.experiments.engine._planning import plan_chunked
 from spheresde.experiments._train import train_estimate
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
 spec = sweeps[sys.argv[2]]
 if hasattr(spec, "chunk"):
-    lines, seconds = plan_estimate(spec, Path(sys.argv[3]), sys.argv[2], RunOptions(quiet=True))
+    lines, seconds = plan_chunked(spec, Path(sys.argv[3]), sys.argv[2], RunOptions(quiet=True))
 else:
     lines, parts = train_estimate(spec, spec.points())
     seconds = sum(parts.values())
@@ -44,7 +44,7 @@ print(json.dumps(seconds))
 MEASURE = """
 import json, sys, time
 from pathlib import Path
-from spheresde.experiments._sweep import RunOptions, run_sweep
+from spheresde.experiments.engine._driver import RunOptions, run_sweep
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
 spec = sweeps[sys.argv[2]]

@@ -50,6 +50,7 @@ import numpy as np
 
 from spheresde import PureNoise, two_token
 from spheresde._absorption import absorbing_network, absorbing_rho
+from spheresde._network import network_depth
 from spheresde._outcomes import binomial_stderr
 
 BOUND = 1e-6
@@ -70,11 +71,13 @@ def monte_carlo(chain: str, key, d: int, beta: float, layers: int, horizon: floa
         sub = jax.random.fold_in(key, k)
         if chain == "network":
             codes, _ = absorbing_network(sub, beta=beta, d=d, weights=PureNoise(),
-                                         trajectories=n, layers=layers, horizon=horizon,
+                                         trajectories=n, layers=layers,
+                                         steps=network_depth(horizon, layers),
                                          tol=TOL, bound=BOUND)
         else:
             codes, _ = absorbing_rho(sub, beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n,
-                                     dt=1.0 / layers, horizon=horizon, tol=TOL, bound=BOUND)
+                                     layers=layers, steps=network_depth(horizon, layers), tol=TOL,
+                                     bound=BOUND)
         hits += int(np.sum(codes == 1))
     return hits / trajectories
 

@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import spheresde._noise as noise_module  # noqa: E402
 from spheresde import PureNoise, sample_uniform, simulate_network  # noqa: E402
 from spheresde._absorption import absorbing_network, absorbing_rho  # noqa: E402
+from spheresde._network import network_depth  # noqa: E402
 from spheresde._outcomes import ANTIPODAL  # noqa: E402
 from spheresde.experiments import _simulate  # noqa: E402
 
@@ -83,7 +84,8 @@ def main():
                                      trajectories=n, noise="full", norm=norm).tokens
             else:
                 x = _simulate._final_tokens(kind, key, tokens=2, beta=beta, d=dim, weights=w,
-                                            trajectories=n, layers=layers, horizon=horizon,
+                                            trajectories=n, layers=layers,
+                                            steps=network_depth(horizon, layers),
                                             norm=norm, dtype=dtype)
             x = np.asarray(x, float)
             rho = np.sum(x[:, 0] * x[:, 1], axis=-1)
@@ -93,15 +95,16 @@ def main():
     def pair_path(norm, dim):
         def run(key, dtype):
             codes, _ = absorbing_network(key, beta=beta, d=dim, weights=w, trajectories=n,
-                                         layers=layers, horizon=horizon, tol=tol, bound=0.0,
-                                         norm=norm, dtype=dtype)
+                                         layers=layers, steps=network_depth(horizon, layers),
+                                         tol=tol, bound=0.0, norm=norm, dtype=dtype)
             return float(np.mean(codes == ANTIPODAL)), None
         return run
 
     def reduced(default_dtype):
         def run(key, dtype):
             codes, _ = absorbing_rho(key, beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n,
-                                     dt=1 / layers, horizon=horizon, tol=tol, bound=0.0,
+                                     layers=layers, steps=network_depth(horizon, layers), tol=tol,
+                                     bound=0.0,
                                      dtype=default_dtype if dtype == jnp.float64 else dtype)
             return float(np.mean(codes == ANTIPODAL)), None
         return run

@@ -88,12 +88,12 @@ def network():
         costs = []
         # compile the chunk-size shapes once (a real sweep compiles them once per process)
         absorbing_network(jax.random.key(9), beta=1.0, d=d, weights=PureNoise(),
-                          trajectories=chunk, layers=100, horizon=5.0, tol=TOL, bound=BOUND)
+                          trajectories=chunk, layers=100, steps=500, tol=TOL, bound=BOUND)
         for beta in sample:
             start = time.perf_counter()
             codes, work = absorbing_network(jax.random.key(2), beta=float(beta), d=d,
                                             weights=PureNoise(), trajectories=chunk,
-                                            layers=100, horizon=500.0, tol=TOL, bound=BOUND)
+                                            layers=100, steps=50_000, tol=TOL, bound=BOUND)
             costs.append(time.perf_counter() - start)
             exact = float(two_token.antipodal_probability(beta, d))
             print(f"  d={d:2d} beta={beta:4.2f}: {costs[-1]:6.2f} s per chunk of {chunk}, "
@@ -116,7 +116,7 @@ def layers():
     for L in (25, 50, 100, 200):
         codes = np.concatenate([absorbing_network(
             jax.random.key(100 + k), beta=beta, d=d, weights=PureNoise(), trajectories=n // 4,
-            layers=L, horizon=500.0, tol=TOL, bound=BOUND)[0] for k in range(4)])
+            layers=L, steps=500 * L, tol=TOL, bound=BOUND)[0] for k in range(4)])
         gap = np.mean(codes == 1) - p
         print(f"  L={L:3d}: P(antipodal) - exact {gap:+.5f} ({gap / se:+.1f} s.e.), "
               f"L x gap {L * gap:+.2f}")
@@ -127,14 +127,14 @@ def reduced():
     betas = np.linspace(0.2, 3.0, 15)
     worst, start = (0.0, None), time.perf_counter()
     absorbing_rho(jax.random.key(0), beta=1.0, d=4, eps=1.0, mu=0.0, trajectories=40_000,
-                  dt=0.01, horizon=2.0, tol=TOL, bound=BOUND)  # compile the full-size shapes
+                  layers=100, steps=200, tol=TOL, bound=BOUND)  # compile the full-size shapes
     compile_s, start = time.perf_counter() - start, time.perf_counter()
     for d in range(4, 11):
         exact = two_token.antipodal_probability(betas, d)
         for beta, p in zip(betas, exact, strict=True):
             codes, _ = absorbing_rho(jax.random.key(int(beta * 1000) + d), beta=float(beta),
-                                     d=d, eps=1.0, mu=0.0, trajectories=40_000, dt=0.01,
-                                     horizon=500.0, tol=TOL, bound=BOUND)
+                                     d=d, eps=1.0, mu=0.0, trajectories=40_000, layers=100,
+                                     steps=50_000, tol=TOL, bound=BOUND)
             gap = abs(np.mean(codes == 1) - p)
             if gap > worst[0]:
                 worst = (gap, (d, float(beta), float(p), float(np.mean(codes == 1)),

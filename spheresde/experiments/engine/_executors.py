@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ._spec import BadParameters
+from ._params import BadParameters
 
 
 class SerialExecutor:
@@ -83,9 +83,9 @@ class DaskExecutor:
 
 @contextlib.contextmanager
 def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
-    """The executor that ``options`` (a :class:`~._sweep.RunOptions`) asks for.
+    """The executor that ``options`` (a :class:`~._driver.RunOptions`) asks for.
 
-    Raises :class:`~._spec.BadParameters` (one line) when a Dask scheduler cannot be
+    Raises :class:`~._params.BadParameters` (one line) when a Dask scheduler cannot be
     reached or the worker count is not positive.
     """
     if options.scheduler is None and not options.workers:

@@ -52,102 +52,35 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import fcntl
 import io
 import json
 import os
-import socket
-import tempfile
-import time
 import typing
-import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from tqdm.auto import tqdm
+from ._chunks import ChunkCache, Counts
+from ._errors import CorruptStore, ParameterMismatch
+from ._files import atomic_write_text
+from ._lock import WriterLock
+from ._spelling import format_value
+
+PACKAGE = __name__.split(".")[0]
+"""The distribution this engine belongs to, whose version every sweep records."""
 
 
-class ParameterMismatch(Exception):
-    """The output directory holds a sweep made with other parameters (or other points)."""
+def _version() -> str:
+    """:data:`PACKAGE`'s installed version, read from its metadata (not by importing the
+    package, which would load everything above the engine)."""
+    import importlib.metadata
 
-
-class CorruptStore(ParameterMismatch):
-    """A stored CSV or JSON fails its check; the message names the file, the row and what
-    to do."""
-
-
-class StoreLocked(ParameterMismatch):
-    """Another process is writing the same sweep; the message names it."""
-
-
-class StoreWarning(UserWarning):
-    """A damaged chunk cache was discarded (its chunks are computed again)."""
-
-
-def format_value(value: Any) -> str:
-    """The CSV spelling of a value: ``repr`` for floats (round-trips exactly), ``str`` else."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float) or type(value).__name__.startswith("float"):
-        return repr(float(value))
-    if type(value).__name__.startswith("int"):
-        return str(int(value))
-    return str(value)
-
-
-def point_seed(seed: int, point: dict[str, Any]) -> int:
-    """A 32-bit seed for one grid point, from the sweep seed and the point's coordinates.
-
-    Only the point's own values enter (not its position in the grid), so adding, removing
-    or reordering other points never changes its numbers.
-    """
-    text = ";".join(f"{k}={format_value(v)}" for k, v in sorted(point.items()))
-    return zlib.crc32(f"{int(seed)}|{text}".encode())
-
-
-def chunk_seed(seed: int, point: dict[str, Any], chunk: int) -> int:
-    """A 32-bit seed for chunk ``chunk`` of a grid point: :func:`point_seed` with the chunk
-    index appended, so a chunk's trajectories depend on (seed, point, chunk) only."""
-    text = ";".join(f"{k}={format_value(v)}" for k, v in sorted(point.items()))
-    return zlib.crc32(f"{int(seed)}|{text}|chunk={int(chunk)}".encode())
-
-
-def chunk_sizes(samples: int, chunk_size: int) -> list[int]:
-    """The sizes of the chunks of ``samples`` trajectories: ``chunk_size`` each, the last
-    one the rest (no chunk at all for 0 samples, e.g. an exact method)."""
-    if chunk_size < 1:
-        raise ValueError(f"chunk size must be >= 1, got {chunk_size}")
-    return [min(chunk_size, samples - start) for start in range(0, samples, chunk_size)]
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` in one step (temporary file, fsync, :func:`os.replace`)."""
-    path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise oserror_for(err, path) from err
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users
-        os.replace(tmp, path)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise oserror_for(err, path) from err
-        raise
-
-
-def oserror_for(err: OSError, path: str | os.PathLike) -> OSError:
-    """``err`` about ``path``, the file it was for, not its temporary file (the same errno,
-    so the same subclass: ``PermissionError``, ...)."""
-    return OSError(err.errno, err.strerror or str(err), os.fspath(path))
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _normalized(params: dict[str, Any]) -> dict[str, Any]:
@@ -174,21 +107,23 @@ def _reader(annotation: Any) -> Callable[[str], Any]:
 
 
 R = TypeVar("R")
-Counts = dict[str, Any]  # what a chunk returns: JSON-ready integer counts
 
 
 class Sweep(Generic[R]):
     """A grid of points computed into ``out/NAME.csv`` with metadata ``out/NAME.json``.
 
     Rows are typed: ``row_type`` is a dataclass whose first fields are the grid
-    coordinates (``key_columns``); :meth:`run` returns instances of it, and a resumed
-    sweep reads the stored rows back into the same type (floats round-trip exactly).
+    coordinates (``key_columns``); :func:`~._driver.compute_chunks` returns instances of
+    it, and a resumed sweep reads the stored rows back into the same type (floats
+    round-trip exactly).
     A point may give several rows (a training run: one row per epoch); they are saved
     together when the point is finished, and a resumed sweep skips the point.
 
     Opening a sweep takes its lock (unless ``lock=False``: read only) and checks what
-    is stored (see the module docstring); :meth:`run_chunked` releases the lock when it
-    ends, :meth:`close` (or leaving a ``with`` block) otherwise.
+    is stored (see the module docstring); the driver (:func:`~._driver.compute_chunks`) releases
+    the lock when it ends, :meth:`close` (or leaving a ``with`` block) otherwise. The
+    store keeps the files, their digests and the lock; the loop that fills it is the
+    driver's.
 
     Parameters
     ----------
@@ -243,8 +178,6 @@ class Sweep(Generic[R]):
         lock: bool = True,
         wait: bool = False,
     ):
-        from .. import __version__  # spheresde/__init__ imports this layer before it
-
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.name = name
@@ -262,11 +195,11 @@ class Sweep(Generic[R]):
         self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
         self.rows: dict[tuple[str, ...], list[R]] = {}
-        self.partial: dict[str, dict[str, Counts]] = {}  # point key -> chunk index -> counts
+        self.cache = ChunkCache(self.chunks_path, len(self.key_columns))
         self.meta: dict[str, Any] = {
             "sweep": name,
-            "package": "spheresde",
-            "version": __version__,
+            "package": PACKAGE,
+            "version": _version(),
             "params": self.params,
             "seed": self.params.get("seed"),
             "columns": self.columns,
@@ -274,42 +207,18 @@ class Sweep(Generic[R]):
             "runs": [],
             **(meta or {}),
         }
-        self._lock_file: Any = None
-        if lock:
-            self._lock(wait)
+        self._lock = WriterLock(self.lock_path, self.csv_path, wait=wait) if lock else None
         try:
             self._open(overwrite)
         except BaseException:
             self.close()
             raise
 
-    # ------------------------------------------------------------------ the lock
-
-    def _lock(self, wait: bool) -> None:
-        handle = self.lock_path.open("a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            raise StoreLocked(
-                f"{self.csv_path} is being written by {holder}; let it finish (or pass "
-                "`wait=True` to wait for it), or write into another `out`"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n")
-        handle.flush()
-        self._lock_file = handle
-
     def close(self) -> None:
         """Release the lock (the files are already saved); idempotent."""
-        if self._lock_file is not None:
-            self._lock_file.truncate(0)  # no holder named once nobody holds it
-            self._lock_file.close()  # closing the file releases the flock
-            self._lock_file = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> Sweep[R]:
         return self
@@ -351,7 +260,7 @@ class Sweep(Generic[R]):
             self._discard()
             return
         self.meta["runs"] = stored["runs"]
-        self._load_partial()
+        self.cache.load()
 
     def _discard(self) -> None:
         """Start afresh: the old table and chunks go first, so that a crash before the
@@ -447,7 +356,7 @@ class Sweep(Generic[R]):
                 if fields[column] != value:
                     raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
                                              f"sweep's is {format_value(value)!r}")
-            key = self._key(fields)
+            key = self.key(fields)
             if key in lines and (key != previous or values in lines[key]):
                 raise self._refuse(path, f"{where} repeats the point "
                                          f"{self._describe(key)}")
@@ -465,49 +374,7 @@ class Sweep(Generic[R]):
                 raise self._refuse(path, f"the rows of {self._describe(key)} do not match "
                                          f"their digest in {self.meta_path.name}")
 
-    def _load_partial(self) -> None:
-        """Read the chunk cache; a cache that is not one is discarded (a warning)."""
-        if not self.chunks_path.exists():
-            return
-        try:
-            stored = json.loads(self.chunks_path.read_text())
-        except ValueError as err:  # not UTF-8 (a UnicodeError) or not JSON
-            self._drop_partial(f"not valid JSON: {err}")
-            return
-        points = stored.get("points") if isinstance(stored, dict) else None
-        if not (isinstance(points, dict) and all(
-                isinstance(chunks, dict) and all(isinstance(c, dict) for c in chunks.values())
-                and len(key.split("|")) == len(self.key_columns)
-                for key, chunks in points.items())):
-            self._drop_partial("not an object of points, chunks and counts")
-            return
-        self.partial = points
-
-    def _drop_partial(self, why: str) -> None:
-        warnings.warn(StoreWarning(
-            f"{self.chunks_path}: a damaged chunk cache ({why}) is discarded; its chunks are "
-            "computed again"), stacklevel=3)
-        self.partial = {}
-
-    def _check_partial(self, needed: dict[str, int],
-                       check: Callable[[dict[str, Any], int, Counts], str | None] | None,
-                       points: dict[str, dict[str, Any]]) -> None:
-        """Check every cached chunk of a pending point: a chunk index it has, counts that
-        ``check(point, k, counts)`` accepts; any failure discards the whole cache."""
-        for key, chunks in self.partial.items():
-            if key not in needed:
-                continue
-            for index, counts in chunks.items():
-                if not index.isdigit() or int(index) >= needed[key]:
-                    why = f"point {key} has no chunk {index!r}"
-                elif check is not None and (problem := check(points[key], int(index), counts)):
-                    why = f"point {key}, chunk {index}: {problem}"
-                else:
-                    continue
-                self._drop_partial(why)
-                return
-
-    def _key(self, point: dict[str, Any]) -> tuple[str, ...]:
+    def key(self, point: dict[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[c]) for c in self.key_columns)
 
     def _describe(self, key: tuple[str, ...]) -> str:
@@ -515,7 +382,7 @@ class Sweep(Generic[R]):
 
     def outside(self, points: Sequence[dict[str, Any]]) -> list[str]:
         """The stored points that are not among ``points``, described (``d=3 beta=0.5``)."""
-        on_grid = {self._key(p) for p in points}
+        on_grid = {self.key(p) for p in points}
         return [self._describe(k) for k in self.rows if k not in on_grid]
 
     # ------------------------------------------------------------------ writing
@@ -536,13 +403,7 @@ class Sweep(Generic[R]):
         # to compute, never a row without its digest
         atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
         atomic_write_text(self.csv_path, buf.getvalue())
-        self._write_partial()
-
-    def _write_partial(self) -> None:
-        if self.partial:
-            atomic_write_text(self.chunks_path, json.dumps({"points": self.partial}) + "\n")
-        else:
-            self.chunks_path.unlink(missing_ok=True)
+        self.cache.write()
 
     def _save(self, write: Callable[[], None]) -> None:
         """``write()``, finished even when Ctrl-C lands in the middle (then re-raised).
@@ -556,149 +417,104 @@ class Sweep(Generic[R]):
             write()
             raise
 
-    def _stamp(self, record: dict[str, Any], start: float) -> None:
-        record["wall_time_s"] = round(time.perf_counter() - start, 3)
-        self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
-
     def is_done(self, point: dict[str, Any]) -> bool:
         """Whether ``point`` has a stored row."""
-        return self._key(point) in self.rows
+        return self.key(point) in self.rows
 
     def stored_chunks(self, point: dict[str, Any]) -> dict[int, Counts]:
         """The finished chunks of an unfinished ``point``: chunk index -> counts."""
-        return {int(k): v for k, v in self.partial.get("|".join(self._key(point)), {}).items()}
+        return self.cache.stored("|".join(self.key(point)))
 
-    def run(
-        self,
-        points: Sequence[dict[str, Any]],
-        compute: Callable[[dict[str, Any]], R | list[R]],
-        *,
-        quiet: bool = False,
-        desc: str | None = None,
-        prune: bool = False,
-    ) -> list[R]:
-        """Compute every missing point in one piece each, saving after each; return all
-        rows in grid order. ``compute(point)`` returns the row (an instance of
-        ``row_type`` whose key fields are the point's coordinates), or a non-empty list
-        of such rows."""
-        return self.run_chunked(points, lambda point: 1, lambda point, k: compute(point),
-                                lambda point, pieces: pieces[0], quiet=quiet, desc=desc,
-                                prune=prune)
+    # ------------------------------------------------------------------ the driver's steps
 
-    def run_chunked(
-        self,
-        points: Sequence[dict[str, Any]],
-        chunks: Callable[[dict[str, Any]], int],
-        chunk: Callable[[dict[str, Any], int], Any],
-        finish: Callable[[dict[str, Any], list[Any]], R | list[R]],
-        *,
-        executor: Any = None,
-        quiet: bool = False,
-        desc: str | None = None,
-        check: Callable[[dict[str, Any], int, Counts], str | None] | None = None,
-        prune: bool = False,
-    ) -> list[R]:
-        """Compute every missing chunk of every missing point; return all rows in grid order.
-
-        ``chunks(point)`` is the number of chunks of a point, ``chunk(point, k)`` computes
-        chunk ``k`` (JSON-ready counts when a point has more than one chunk: they are
-        stored until the point is complete) and ``finish(point, results)`` makes the row
-        from the results of all its chunks, in chunk order. ``executor`` (see
-        :mod:`spheresde.experiments._executors`; None: in this process, in task order)
-        runs the chunks, in any order and anywhere; this process alone writes the files.
-        ``check(point, k, counts)`` says what is wrong with stored counts (None: nothing).
-        Stored points outside ``points`` refuse (:class:`ParameterMismatch`) unless
-        ``prune`` drops them. The lock is released when this returns or raises.
-        """
-        try:
-            return self._run_chunked(points, chunks, chunk, finish, executor=executor,
-                                     quiet=quiet, desc=desc, check=check, prune=prune)
-        finally:
-            self.close()
-
-    def _run_chunked(self, points, chunks, chunk, finish, *, executor, quiet, desc, check,
-                     prune) -> list[R]:
-        order = [self._key(p) for p in points]
-        outside = self.outside(points)
-        if outside and not prune:
-            shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more"
-                                              if len(outside) > 3 else "")
-            raise ParameterMismatch(
-                f"{self.csv_path} holds {len(outside)} finished point(s) outside the "
-                f"requested grid ({shown}); add them to the grid to keep them, or pass "
-                "`prune=True` to drop them")
+    def keep_only(self, points: Sequence[dict[str, Any]], *,
+                  prune: bool) -> list[tuple[str, ...]]:
+        """Drop the stored rows outside ``points`` (pruned, if any) and the chunks of
+        finished points (a crash between the table and the cache); off the grid,
+        unfinished points keep their chunks unless pruned. The grid's keys, in order."""
+        order = [self.key(p) for p in points]
         on_grid = set(order)
-        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}  # pruned, if any
-        # off the grid, unfinished points keep their chunks unless pruned; a finished
-        # point's chunks (a crash between the table and the cache) are dropped
-        self.partial = {k: v for k, v in self.partial.items()
-                        if tuple(k.split("|")) not in self.rows
-                        and (not prune or tuple(k.split("|")) in on_grid)}
-        pending = [p for p in points if not self.is_done(p)]
-        needed = {self._key(p): chunks(p) for p in pending}
-        self._check_partial({"|".join(k): n for k, n in needed.items()}, check,
-                            {"|".join(self._key(p)): p for p in pending})
-        results: dict[tuple[str, ...], dict[int, Any]] = {
-            self._key(p): self.stored_chunks(p) for p in pending}
-        tasks = [(p, k) for p in pending for k in range(needed[self._key(p)])
-                 if k not in results[self._key(p)]]
-        total = sum(needed.values())
+        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}
+        self.cache.points = {k: v for k, v in self.cache.points.items()
+                             if tuple(k.split("|")) not in self.rows
+                             and (not prune or tuple(k.split("|")) in on_grid)}
+        return order
+
+    def check_chunks(self, needed: dict[tuple[str, ...], int],
+                     check: Callable[[dict[str, Any], int, Counts], str | None] | None,
+                     points: dict[tuple[str, ...], dict[str, Any]]) -> None:
+        """Check the cached chunks of the pending points (by key: their chunk counts and
+        the points themselves); see :meth:`~._chunks.ChunkCache.check`."""
+        self.cache.check({"|".join(k): n for k, n in needed.items()}, check,
+                         {"|".join(k): p for k, p in points.items()})
+
+    def start_run(self, points_total: int, executor: str) -> dict[str, Any]:
+        """A new record of this run in the metadata (the driver fills it in)."""
         record: dict[str, Any] = {
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "points_total": len(points),
+            "points_total": points_total,
             "points_computed": 0,
             "chunks_computed": 0,
-            "executor": "serial" if executor is None else executor.describe(),
+            "executor": executor,
             "wall_time_s": 0.0,
             "finished": False,
         }
         self.meta["runs"].append(record)
-        start = time.perf_counter()
+        return record
 
-        def complete(point: dict[str, Any]) -> None:
-            key = self._key(point)
-            pieces = results.pop(key)
-            made = finish(point, [pieces[k] for k in range(needed[key])])
-            rows = made if isinstance(made, list) else [made]
-            if not rows:
-                raise ValueError(f"compute({point}) returned no row")
-            for row in rows:
-                if not isinstance(row, self.row_type):
-                    raise TypeError(f"compute() must return a {self.row_type.__name__} "
-                                    f"or a list of them, got {type(row).__name__}")
-                if self._key(dataclasses.asdict(row)) != key:
-                    raise ValueError(f"compute({point}) returned the row of another point")
-            self.rows[key] = rows
-            self.partial.pop("|".join(key), None)
-            record["points_computed"] += 1
+    def stamp(self) -> None:
+        """The sweep's wall time: the sum of its runs'."""
+        self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
 
-        with tqdm(total=total, initial=total - len(tasks), desc=desc or self.name,
-                  disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
-            for point in pending:  # every chunk already stored (or none needed)
-                if len(results[self._key(point)]) == needed[self._key(point)]:
-                    complete(point)
-            self._stamp(record, start)
+    def keep(self, point: dict[str, Any], made: R | list[R]) -> None:
+        """Take the rows of the finished ``point`` (checked: of the row type, of this
+        point) and forget its chunks; :meth:`save` writes them."""
+        key = self.key(point)
+        rows = made if isinstance(made, list) else [made]
+        if not rows:
+            raise ValueError(f"compute({point}) returned no row")
+        for row in rows:
+            if not isinstance(row, self.row_type):
+                raise TypeError(f"compute() must return a {self.row_type.__name__} "
+                                f"or a list of them, got {type(row).__name__}")
+            if self.key(dataclasses.asdict(row)) != key:
+                raise ValueError(f"compute({point}) returned the row of another point")
+        self.rows[key] = rows
+        self.cache.points.pop("|".join(key), None)
+
+    def save(self, order: Iterable[tuple[str, ...]], *, finished: bool = False) -> None:
+        """Write the table, the metadata and the chunk cache, the points in ``order``;
+        finished even when Ctrl-C lands in the middle (then re-raised), unless this is
+        the run's last save."""
+        order = list(order)
+        if finished:
+            self._write(order)
+        else:
             self._save(lambda: self._write(order))
-            done = (((task, chunk(*task)) for task in tasks) if executor is None
-                    else executor.map_unordered(chunk, tasks))
-            for (point, k), value in done:
-                key = self._key(point)
-                results[key][k] = value
-                record["chunks_computed"] += 1
-                self._stamp(record, start)
-                if len(results[key]) == needed[key]:
-                    complete(point)
-                    self._save(lambda: self._write(order))
-                else:
-                    self.partial.setdefault("|".join(key), {})[str(k)] = value
-                    self._save(self._write_partial)
-                bar.update()
-        self._stamp(record, start)
-        record["finished"] = True
-        self._write(order)
+
+    def save_chunk(self, point: dict[str, Any], k: int, counts: Any) -> None:
+        """Keep chunk ``k`` of the unfinished ``point`` in the chunk cache, written now."""
+        self.cache.points.setdefault("|".join(self.key(point)), {})[str(k)] = counts
+        self._save(self.cache.write)
+
+    def rows_in(self, order: Iterable[tuple[str, ...]]) -> list[R]:
+        """Every row, the points in ``order``."""
         return [row for k in order for row in self.rows[k]]
 
 
 def _digest(lines: list[list[str]]) -> str:
     """CRC-32 (8 hex digits) of a point's CSV lines, fields joined by commas."""
     return f"{zlib.crc32(chr(10).join(','.join(v) for v in lines).encode()):08x}"
+
+
+def open_store(spec: Any, out: str | os.PathLike, name: str, options: Any,
+               **extra: Any) -> Sweep:
+    """The store of ``spec``'s run ``name`` in ``out`` as ``options`` (a
+    :class:`~._driver.RunOptions`) opens it: key columns the coordinates of the points,
+    resume identity and metadata ``spec.params()`` (its grid axes, the tuple fields, may
+    change), echoed columns ``spec.echo()``, the chunk size of a chunked spec."""
+    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
+    chunk_size = options.chunk_size if spec.runs_in_chunks else None
+    return Sweep(out, name, spec.params(), spec.row_type, tuple(spec.points()[0]), grid=grid,
+                 echo=spec.echo(), chunk_size=chunk_size, overwrite=options.overwrite,
+                 wait=options.wait, **extra)

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._spec import AbstractChunkedSpec, Plan
-from ._store import ParameterMismatch, Sweep, chunk_sizes
+from ._chunks import chunk_sizes
+from ._store import ParameterMismatch, open_store
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
@@ -42,15 +42,23 @@ PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real progra
 FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
 
 
-def _stored(spec: AbstractChunkedSpec, out: Path, name: str, points: list[dict],
-            options: Any) -> tuple[set[int], dict[int, int], str | None]:
-    """Indices of the stored points, stored chunk counts of the others, and a refusal."""
-    if options.overwrite or not (out / f"{name}.json").exists():
+class Plan(NamedTuple):
+    """What ``--dry-run`` says of one run: the lines it prints, and the estimated wall
+    time in seconds (None when the run would refuse)."""
+
+    lines: list[str]
+    seconds: float | None
+
+
+def stored_points(spec: Any, out: Path, name: str, points: list[dict],
+                  options: Any) -> tuple[set[int], dict[int, int], str | None]:
+    """Indices of the points stored in ``out``, stored chunk counts of the others, and the
+    refusal a run would meet (None: none), read without the lock; nothing is stored with
+    ``overwrite`` (and nothing is created when nothing is stored)."""
+    if options.overwrite or not any((out / f"{name}.{ext}").exists() for ext in ("json", "csv")):
         return set(), {}, None
-    grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
     try:
-        sweep = Sweep(out, name, spec.params(), spec.row_type, tuple(points[0]),
-                      grid=grid, echo=spec.echo(), chunk_size=options.chunk_size, lock=False)
+        sweep = open_store(spec, out, name, options, lock=False)
     except ParameterMismatch as err:
         return set(), {}, str(err)
     outside = sweep.outside(points)
@@ -62,7 +70,17 @@ def _stored(spec: AbstractChunkedSpec, out: Path, name: str, points: list[dict],
     return done, partial, None
 
 
-def _calibrate(spec: AbstractChunkedSpec, point: dict, steps: int,
+def plan_points(spec: Any, out: Path, name: str, options: Any) -> Plan:
+    """``spec.estimate`` (an :class:`~._specs.AbstractPointSpec`) of the points not stored
+    in ``out``, or the refusal a run would meet."""
+    points = spec.points()
+    done, _, refusal = stored_points(spec, out, name, points, options)
+    if refusal:
+        return Plan([f"{name}: {spec.command_line()}", f"  would refuse: {refusal}"], None)
+    return spec.estimate(name, [p for i, p in enumerate(points) if i not in done])
+
+
+def _calibrate(spec: Any, point: dict, steps: int,
                size: int) -> tuple[float, float]:
     """(compile seconds, trajectory-steps per second) of a chunk of ``size`` at ``point``
     with a short horizon."""
@@ -95,7 +113,7 @@ def _compile_seconds() -> float:
     return _COMPILED["seconds"]
 
 
-def _programs(spec: AbstractChunkedSpec, points: list[dict]) -> tuple[int, float]:
+def _programs(spec: Any, points: list[dict]) -> tuple[int, float]:
     """How many programs the sweep over ``points`` compiles, and the seconds one more
     program costs: the product of the counts of values of the grid fields whose change
     alone compiles a new program (tried with a tiny chunk of the real horizon at the first
@@ -125,7 +143,7 @@ def _spread(points: list[dict], count: int = 3) -> list[dict]:
     return [points[round(i * (len(points) - 1) / (count - 1))] for i in range(count)]
 
 
-def _finish_seconds(spec: AbstractChunkedSpec, points: list[dict],
+def _finish_seconds(spec: Any, points: list[dict],
                     counts: dict) -> tuple[float, float]:
     """(one-time setup seconds, mean seconds per point) of ``spec.finish`` at ``points``
     given the same ``counts``: the first call's excess over the later ones is setup
@@ -141,15 +159,16 @@ def _finish_seconds(spec: AbstractChunkedSpec, points: list[dict],
     return max(took[0] - per_point, 0.0), per_point
 
 
-def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
+def plan_chunked(spec: Any, out: Path, name: str,
                   options: Any) -> Plan:
-    """The lines ``--dry-run`` prints for the chunked sweep ``spec`` run as ``name`` with
-    ``options`` (a :class:`~._sweep.RunOptions`; see the module docstring) and the
+    """The lines ``--dry-run`` prints for the chunked sweep ``spec`` (an
+    :class:`~._specs.AbstractChunkedSpec`) run as ``name`` with ``options`` (a
+    :class:`~._driver.RunOptions`; see the module docstring) and the
     estimated wall time in seconds (None when the run would refuse), as a :class:`Plan`."""
     points = spec.points()
     sizes = chunk_sizes(spec.samples(), options.chunk_size) or [0]
     steps = spec.steps()
-    done, partial, refusal = _stored(spec, out, name, points, options)
+    done, partial, refusal = stored_points(spec, out, name, points, options)
     lines = [f"{name}: {spec.command_line()}"]
     if refusal:
         return Plan([*lines, f"  would refuse: {refusal}"], None)
@@ -180,7 +199,7 @@ def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
         estimate = setup + per_point * len(left_points)
         lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured "
                      f"at {len(finish_points)} point(s)")
-        lines.append(f"  estimated wall time: {_duration(estimate)} (no sampling)")
+        lines.append(f"  estimated wall time: {duration(estimate)} (no sampling)")
         return Plan(lines, estimate)
     compile_s, rate = _calibrate(spec, left_points[0], steps,
                                  min(sizes[0], CALIBRATION_TRAJECTORIES))
@@ -206,13 +225,14 @@ def plan_estimate(spec: AbstractChunkedSpec, out: Path, name: str,
     lines.append(f"  {simulated_note}")
     lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
                  f"{len(finish_points)} point(s)")
-    lines.append(f"  estimated wall time: {_duration(estimate)} ({workers}: stepping "
-                 f"{_duration(stepping)}, compiling {_duration(compiling)}, finishing "
-                 f"{_duration(finishing)})")
+    lines.append(f"  estimated wall time: {duration(estimate)} ({workers}: stepping "
+                 f"{duration(stepping)}, compiling {duration(compiling)}, finishing "
+                 f"{duration(finishing)})")
     return Plan(lines, estimate)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``2.1 h``."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -220,4 +240,4 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-__all__ = ["plan_estimate"]
+__all__ = ["Plan", "duration", "plan_chunked", "plan_points", "stored_points"]

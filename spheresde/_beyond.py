@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._network import Norm, normalize
+from ._network import Norm, horizon_steps, normalize
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,8 @@ def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, traject
     r""":math:`\rho` at the horizon of ``trajectories`` runs of
     ``network_depth(horizon, layers)`` layers (the one rule for depth) from two
     independent uniform tokens (normalized by ``layer.norm`` first)."""
-    from .._geometry import sample_uniform
-    from .._network import network_depth
+    from ._geometry import sample_uniform
+    from ._network import network_depth
 
     start_key, path_key = jax.random.split(key)
     x0 = normalize(sample_uniform(start_key, (trajectories, 2), layer.d, dtype=dtype),
@@ -152,7 +152,7 @@ def simulate_rho_sde(key, reduced_drift, reduced_variance, *, d: int, dt: float,
     :math:`v^2`, lambdified (JAX) from :mod:`proofs_check.layers`. A path is absorbed once
     :math:`|z| > 14` (:math:`1 \mp \rho < 10^{-12}`, far inside any outcome tolerance).
     Returns :math:`\rho` at the horizon."""
-    from .._geometry import sample_uniform
+    from ._geometry import sample_uniform
 
     start_key, path_key = jax.random.split(key)
     x = sample_uniform(start_key, (trajectories, 2), d, dtype=jnp.float64)
@@ -167,7 +167,7 @@ def simulate_rho_sde(key, reduced_drift, reduced_variance, *, d: int, dt: float,
         # absorbed at 1 -+ rho < 1e-12: tanh would round to +-1 and the coefficients to 0/0
         return jnp.where(jnp.abs(z) > _Z_ABSORBED, z, step), None
 
-    keys = jax.random.split(path_key, round(horizon / dt))
+    keys = jax.random.split(path_key, horizon_steps(horizon, dt))
     return np.asarray(jnp.tanh(jax.jit(lambda z: jax.lax.scan(body, z, keys)[0])(z0)))
 
 

@@ -1,0 +1,28 @@
+"""The parameters several experiments share: keyword arguments of
+:func:`~spheresde.experiments.param`, so that their help text and check are written once
+(``trajectories: int = param(400, **SAMPLES)``)."""
+
+from __future__ import annotations
+
+from .engine import at_least, greater_than
+
+BETAS = {"help": "inverse temperatures beta: a list 0.5,1,2 or start:stop:num",
+         "check": at_least(0.0)}
+SAMPLES = {"help": "Monte Carlo samples per grid point", "check": greater_than(0)}
+LAYERS = {"help": "layers per unit of depth-time; step dt = 1/L", "check": greater_than(0),
+          "metavar": "L"}
+HORIZON = {"help": "depth-time horizon; round(T*L) layers in all", "check": greater_than(0.0),
+           "metavar": "T"}
+TOL_MIN = 2.0**-53  # below it 1 - tol rounds to 1 in float64: artanh(1 - tol) is infinite
+TOL = {"help": "outcome tolerance on inner products",
+       "check": lambda v: None if TOL_MIN <= v < 1 else
+       f"must be in [{TOL_MIN:.2g}, 1) (below, 1 - tol is 1 in float64 and the outcome "
+       "threshold artanh(1 - tol) is infinite)"}
+SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
+SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
+ABSORB = {"help": "early absorption bound: a two-token trajectory stops once its chance of "
+                  "returning to the classification boundary is below this (0: off; see "
+                  "the scaling docs)",
+          "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
+
+

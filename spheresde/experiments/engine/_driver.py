@@ -1,0 +1,264 @@
+"""The sweep driver: run a sweep's grid into its store, on the executor asked for.
+
+:func:`run_chunked` runs a chunked spec (:class:`~._specs.AbstractChunkedSpec`): it opens
+its :class:`~._store.Sweep` (its CSV, JSON and chunk cache), computes the missing chunks
+on the executor that :class:`RunOptions` asks for (:mod:`~._executors`) and draws the
+figure; :func:`run_points` does the same for the whole points of an
+:class:`~._specs.AbstractPointSpec`, in this process. Both run one loop,
+:func:`compute_chunks`: the pending points and chunks, the progress bar, a save after
+every finished point or chunk. Every run returns an :class:`AbstractResult`. The
+specs call these functions (their ``run``); nothing here asks which class a spec is.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Generic
+
+from tqdm.auto import tqdm
+
+from ._chunks import Counts, chunk_sizes
+from ._executors import executor_for
+from ._params import BadParameters
+from ._store import ParameterMismatch, R, Sweep, open_store
+
+
+class AbstractResult(abc.ABC):
+    """What a run of a spec wrote and found: ``spec`` and the result's own fields (each
+    final result is a frozen dataclass)."""
+
+    spec: Any
+
+    @abc.abstractmethod
+    def summary(self) -> list[str]:
+        """The lines that say what the run wrote (the command line prints them)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult(AbstractResult, Generic[R]):
+    """A finished sweep: its spec, its typed rows and the files it wrote."""
+
+    spec: Any
+    rows: list[R]
+    csv: Path
+    json: Path
+    png: Path
+
+    def summary(self) -> list[str]:
+        """``wrote NAME.csv, NAME.json and NAME.png``."""
+        return [f"wrote {self.csv}, {self.json} and {self.png}"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How to run a sweep (never what: none of it changes a number except ``chunk_size``,
+    which is part of the identity of the stored sweep).
+
+    ``chunk_size``: trajectories per chunk; ``workers``: run the chunks on a
+    ``dask.distributed`` LocalCluster of that many worker processes (0: in this
+    process); ``scheduler``: the address of an existing Dask scheduler instead;
+    ``wait``: wait for another process writing the same sweep instead of refusing;
+    ``prune``: drop the stored points outside the requested grid instead of refusing.
+    The planner (``--dry-run``) reads the same options. The command line builds these
+    options, so that their checks (``workers`` with ``scheduler``) are this class's only.
+    """
+
+    quiet: bool = False
+    overwrite: bool = False
+    chunk_size: int = 10_000
+    workers: int = 0
+    scheduler: str | None = None
+    wait: bool = False
+    prune: bool = False
+
+    def __post_init__(self):
+        if self.workers and self.scheduler is not None:
+            raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
+                                "an existing one: give one of them")
+
+
+def run_chunked(spec: Any, out: str | os.PathLike, options: RunOptions | None = None, *,
+                name: str) -> SweepResult:
+    """Run the chunked sweep ``spec`` into ``out/NAME.csv`` and draw ``NAME.png``;
+    re-running resumes. Its chunks (``spec.chunk``, checked when read back by
+    ``spec.check``) run on the executor of ``options`` and become rows by
+    ``spec.finish``."""
+    options = RunOptions() if options is None else options
+    samples = spec.samples()
+    sizes = tuple(chunk_sizes(samples, options.chunk_size) or [0])
+    names = {f.name for f in dataclasses.fields(spec.row_type)}
+    sweep = open_store(spec, out, name, options,
+                       expect={"trajectories": samples} if "trajectories" in names else {})
+    with sweep, executor_for(options) as running:
+        rows = compute_chunks(
+            sweep, spec.points(), lambda point: len(sizes),
+            functools.partial(_chunk_task, spec, sizes), spec.finish, executor=running,
+            quiet=options.quiet, desc=spec.progress(name),
+            check=lambda point, k, counts: spec.check(counts, sizes[k]), prune=options.prune)
+    png = spec.plot(rows, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+
+
+def run_points(spec: Any, out: str | os.PathLike, options: RunOptions | None = None, *,
+               name: str) -> SweepResult:
+    """Run the point sweep ``spec`` into ``out/NAME.csv``, its points computed in this
+    process by ``spec.compute`` in batches (``spec.together``), and draw ``NAME.png``."""
+    options = RunOptions() if options is None else options
+    points = spec.points()
+    sweep = open_store(spec, out, name, options, meta=spec.prepare())
+    rows = compute_points(sweep, points, _in_batches(spec, sweep, points, options.quiet),
+                          quiet=options.quiet, desc=spec.progress(name), prune=options.prune)
+    png = spec.plot(rows, Path(out) / f"{name}.png")
+    return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
+
+
+def _in_batches(spec: Any, sweep: Sweep, points: list[dict], quiet: bool):
+    """``compute(point)`` for :func:`compute_points`: the first pending point of a batch
+    (``spec.together``) computes every pending point of that batch in one call of
+    ``spec.compute``; the store then takes their rows one point at a time, saving each."""
+    computed: dict[tuple, list] = {}
+
+    def compute(point: dict) -> list:
+        key = tuple(sorted(point.items()))
+        if key not in computed:
+            batch = [p for p in points
+                     if spec.together(p) == spec.together(point) and not sweep.is_done(p)]
+            rows = spec.compute(batch, quiet=quiet)
+            computed.update(zip((tuple(sorted(p.items())) for p in batch), rows, strict=True))
+        return computed.pop(key)
+
+    return compute
+
+
+def _chunk_task(spec, sizes, point, k):
+    """One chunk as a picklable task: ``spec.chunk(point, k, sizes[k])``."""
+    return spec.chunk(point, k, sizes[k])
+
+
+# ---------------------------------------------------------------------------- the loop
+
+
+def compute_points(
+    sweep: Sweep,
+    points: Sequence[dict[str, Any]],
+    compute: Callable[[dict[str, Any]], R | list[R]],
+    *,
+    quiet: bool = False,
+    desc: str | None = None,
+    prune: bool = False,
+) -> list[R]:
+    """Compute every missing point of ``sweep`` in one piece each, saving after each;
+    return all rows in grid order. ``compute(point)`` returns the row (an instance of
+    the sweep's ``row_type`` whose key fields are the point's coordinates), or a
+    non-empty list of such rows."""
+    return compute_chunks(sweep, points, lambda point: 1, lambda point, k: compute(point),
+                          lambda point, pieces: pieces[0], quiet=quiet, desc=desc,
+                          prune=prune)
+
+
+def compute_chunks(
+    sweep: Sweep,
+    points: Sequence[dict[str, Any]],
+    chunks: Callable[[dict[str, Any]], int],
+    chunk: Callable[[dict[str, Any], int], Any],
+    finish: Callable[[dict[str, Any], list[Any]], R | list[R]],
+    *,
+    executor: Any = None,
+    quiet: bool = False,
+    desc: str | None = None,
+    check: Callable[[dict[str, Any], int, Counts], str | None] | None = None,
+    prune: bool = False,
+) -> list[R]:
+    """Compute every missing chunk of every missing point of ``sweep``; return all rows
+    in grid order.
+
+    ``chunks(point)`` is the number of chunks of a point, ``chunk(point, k)`` computes
+    chunk ``k`` (JSON-ready counts when a point has more than one chunk: they are
+    stored until the point is complete) and ``finish(point, results)`` makes the row
+    from the results of all its chunks, in chunk order. ``executor`` (see
+    :mod:`~._executors`; None: in this process, in task order) runs the chunks, in any
+    order and anywhere; this process alone writes the files. ``check(point, k, counts)``
+    says what is wrong with stored counts (None: nothing). Stored points outside
+    ``points`` refuse (:class:`ParameterMismatch`) unless ``prune`` drops them. The
+    sweep's lock is released when this returns or raises.
+    """
+    try:
+        return _compute(sweep, points, chunks, chunk, finish, executor=executor,
+                        quiet=quiet, desc=desc, check=check, prune=prune)
+    finally:
+        sweep.close()
+
+
+def _compute(sweep: Sweep, points, chunks, chunk, finish, *, executor, quiet, desc, check,
+             prune) -> list:
+    outside = sweep.outside(points)
+    if outside and not prune:
+        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more"
+                                          if len(outside) > 3 else "")
+        raise ParameterMismatch(
+            f"{sweep.csv_path} holds {len(outside)} finished point(s) outside the "
+            f"requested grid ({shown}); add them to the grid to keep them, or pass "
+            "`prune=True` to drop them")
+    order = sweep.keep_only(points, prune=prune)
+    pending = [p for p in points if not sweep.is_done(p)]
+    needed = {sweep.key(p): chunks(p) for p in pending}
+    sweep.check_chunks(needed, check, {sweep.key(p): p for p in pending})
+    results: dict[tuple[str, ...], dict[int, Any]] = {
+        sweep.key(p): sweep.stored_chunks(p) for p in pending}
+    tasks = [(p, k) for p in pending for k in range(needed[sweep.key(p)])
+             if k not in results[sweep.key(p)]]
+    total = sum(needed.values())
+    record = sweep.start_run(len(points), "serial" if executor is None else executor.describe())
+    start = time.perf_counter()
+
+    def stamp() -> None:
+        record["wall_time_s"] = round(time.perf_counter() - start, 3)
+        sweep.stamp()
+
+    def complete(point: dict[str, Any]) -> None:
+        key = sweep.key(point)
+        pieces = results.pop(key)
+        sweep.keep(point, finish(point, [pieces[k] for k in range(needed[key])]))
+        record["points_computed"] += 1
+
+    with tqdm(total=total, initial=total - len(tasks), desc=desc or sweep.name,
+              disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
+        for point in pending:  # every chunk already stored (or none needed)
+            if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
+                complete(point)
+        stamp()
+        sweep.save(order)
+        done = (((task, chunk(*task)) for task in tasks) if executor is None
+                else executor.map_unordered(chunk, tasks))
+        for (point, k), value in done:
+            key = sweep.key(point)
+            results[key][k] = value
+            record["chunks_computed"] += 1
+            stamp()
+            if len(results[key]) == needed[key]:
+                complete(point)
+                sweep.save(order)
+            else:
+                sweep.save_chunk(point, k, value)
+            bar.update()
+    stamp()
+    record["finished"] = True
+    sweep.save(order, finished=True)
+    return sweep.rows_in(order)
+
+
+__all__ = [
+    "AbstractResult",
+    "RunOptions",
+    "SweepResult",
+    "compute_chunks",
+    "compute_points",
+    "run_chunked",
+    "run_points",
+]

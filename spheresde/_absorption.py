@@ -255,7 +255,7 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
                       segment: int = 512, norm: str = "rms",
                       dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
-    tokens (:func:`spheresde.simulate_network`'s layer, unit radius, identity Q and K),
+    tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius, identity Q and K),
     with early absorption at ``bound`` (0: none).
 
     The pair is carried by :math:`s = X_1 + X_2` and :math:`m = X_1 - X_2`
@@ -266,16 +266,16 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     depend on the others or on when they are absorbed.
 
     ``norm="layer"``: the LayerNorm network (:func:`spheresde._pair.pair_layer`; the start
-    is the uniform one centred and normalized, as :func:`spheresde.simulate_network`'s),
+    is the uniform one centred and normalized, as :func:`spheresde.transformer.simulate_network`'s),
     with no absorption: its certificate would need the derived two-token law that the
     LayerNorm runs are there to check. ``dtype``: of the tokens (default float).
     """
     from ._geometry import sample_uniform
     from ._network import normalize
+    from ._normalization import normalization
 
-    if norm not in ("rms", "layer"):
-        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
-    if norm == "layer":
+    norm = normalization(norm)
+    if not norm.paper:  # the certificate is the paper's two-token law
         bound = 0.0
 
     steps = network_depth(horizon, layers)

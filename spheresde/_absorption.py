@@ -57,6 +57,7 @@ import numpy as np
 
 from ._brownian import bit_signs
 from ._network import network_depth
+from ._normalization import NormalizationLike, normalization
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
 
 _Z_STEP = 1e-3
@@ -252,7 +253,7 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
                       horizon: float, tol: float, bound: float,
-                      segment: int = 512, norm: str = "rms",
+                      segment: int = 512, norm: NormalizationLike = "rms",
                       dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
     tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius, identity Q and K),
@@ -272,7 +273,6 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     """
     from ._geometry import sample_uniform
     from ._network import normalize
-    from ._normalization import normalization
 
     norm = normalization(norm)
     if not norm.paper:  # the certificate is the paper's two-token law

@@ -617,11 +617,15 @@ def rho_sde(layer, normalization: str | AbstractNormalization = "rms") -> TwoTok
 
     Examples
     --------
+    :math:`A_i = X_i` is the paper's two-token SDE with self-weight :math:`a = 1`,
+    :math:`b = 0` (:mod:`proofs_check.two_token`): drift :math:`-\varepsilon^2\rho(1 -
+    \rho^2)`, variance :math:`2\varepsilon^2(1 - \rho^2)^2`.
+
     >>> from proofs_check.symbols import eps
     >>> V = GaussianMatrix("V", std=eps)
     >>> sde = rho_sde(lambda x: [s * (V @ v) for v in x])  # A_i = X_i
     >>> sp.factor(sde.drift), sp.factor(sde.variance)
-    (0, 0)
+    (epsilon**2*rho*(rho - 1)*(rho + 1), 2*epsilon**2*(rho - 1)**2*(rho + 1)**2)
     """
     from .two_token import inner_product_sde
 

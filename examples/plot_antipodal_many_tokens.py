@@ -12,7 +12,7 @@ collapsing to one. Here we run the discrete network of :math:`n = 5` tokens on
 # %%
 # The discrete network
 # --------------------
-# :func:`spheresde.simulate_network` runs :math:`\operatorname{round}(TL)` layers
+# :func:`spheresde.transformer.simulate_network` runs :math:`\operatorname{round}(TL)` layers
 # :math:`Y_i = X_i + L^{-1/2} V_k A_i`, :math:`X_i' = Y_i/|Y_i|`, with a fresh Gaussian
 # :math:`V_k` per layer shared by all tokens, for many independent trajectories in one
 # compiled scan. Every trajectory starts from its own uniform tokens.
@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import spheresde
-from spheresde import two_token
+from spheresde import transformer, two_token
 
 jax.config.update("jax_enable_x64", True)
 
@@ -34,12 +34,13 @@ fractions, sizes = [], {}
 for i, beta in enumerate(betas):
     k_start, k_run = jax.random.split(jax.random.fold_in(key, i))
     tokens0 = spheresde.sample_uniform(k_start, (trajectories, n), d)
-    result = spheresde.simulate_network(k_run, tokens0, beta, spheresde.PureNoise(sigma=1.0),
+    result = transformer.simulate_network(k_run, tokens0, beta,
+                                          transformer.PureNoise(sigma=1.0),
                                         layers=layers, horizon=horizon,
                                         trajectories=trajectories)
-    fractions.append(spheresde.outcome_fractions(result.tokens))
-    antipodal = spheresde.classify(result.tokens) == spheresde.ANTIPODAL
-    sizes[beta] = np.asarray(spheresde.cluster_sizes(result.tokens)[antipodal])
+    fractions.append(transformer.outcome_fractions(result.tokens))
+    antipodal = transformer.classify(result.tokens) == transformer.ANTIPODAL
+    sizes[beta] = np.asarray(transformer.cluster_sizes(result.tokens)[antipodal])
     f = fractions[-1]
     print(f"beta = {beta:4.2f}: single {f.single:.2f} +- {f.single_se:.2f}, antipodal "
           f"{f.antipodal:.2f} +- {f.antipodal_se:.2f}, undecided {f.undecided:.2f} "
@@ -71,7 +72,7 @@ fig.tight_layout()
 # %%
 # How the antipodal configurations split
 # --------------------------------------
-# :func:`spheresde.cluster_sizes` gives the sizes of the two opposite clusters.
+# :func:`spheresde.transformer.cluster_sizes` gives the sizes of the two opposite clusters.
 beta_show = betas[-1]
 splits, counts = np.unique(sizes[beta_show], axis=0, return_counts=True)
 labels = [f"{a} + {b}" for a, b in splits]

@@ -32,7 +32,7 @@ import sympy as sp
 import spheresde
 from proofs_check.engine import GaussianMatrix, diffusion_limit, rho_sde, softmax
 from proofs_check.symbols import beta, d, eps, rho, s
-from spheresde import to_sphere_sde
+from spheresde.transformer import to_sphere_sde
 
 jax.config.update("jax_enable_x64", True)
 
@@ -78,7 +78,7 @@ fig.tight_layout()
 # %%
 # The token SDE, generated and solved
 # -----------------------------------
-# :func:`~spheresde.to_sphere_sde` lambdifies the derived drift and the noise
+# :func:`~spheresde.transformer.to_sphere_sde` lambdifies the derived drift and the noise
 # structure (one shared Brownian matrix for :math:`V`, one per token for :math:`U`) into
 # a :class:`spheresde.SphereSDE`, which :func:`spheresde.solve_batch` integrates.
 limit = diffusion_limit(my_layer, 2)

@@ -26,8 +26,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-import spheresde
-from spheresde import two_token
+from spheresde import transformer, two_token
 
 jax.config.update("jax_enable_x64", True)
 
@@ -41,15 +40,15 @@ print(f"limit SDE: E rho_T = {ref_mean:.4f} +- {ref_se:.4f}")
 # %%
 # The network at increasing depth
 # -------------------------------
-# :func:`spheresde.simulate_network` with ``layers = L`` runs :math:`\operatorname{round}(TL)`
-# layers. 40,000 trajectories per :math:`L`.
+# :func:`spheresde.transformer.simulate_network` with ``layers = L`` runs
+# :math:`\operatorname{round}(TL)` layers. 40,000 trajectories per :math:`L`.
 tokens0 = jnp.eye(d)[:2]  # rho_0 = 0
 Ls = np.array([2, 4, 8, 16, 32, 64])
 trajectories = 40_000
 means, ses, finals = [], [], {}
 for L in Ls:
-    result = spheresde.simulate_network(jax.random.key(int(L)), tokens0, beta,
-                                        spheresde.PureNoise(sigma=1.0), layers=int(L),
+    result = transformer.simulate_network(jax.random.key(int(L)), tokens0, beta,
+                                        transformer.PureNoise(sigma=1.0), layers=int(L),
                                         horizon=T, trajectories=trajectories)
     rho_T = np.asarray(jnp.sum(result.tokens[:, 0] * result.tokens[:, 1], axis=-1))
     finals[L] = rho_T
@@ -65,14 +64,15 @@ print("error / standard error:", np.round(errors / errors_se, 1))
 # Resolving the rate by coupling
 # ------------------------------
 # Independent runs cannot resolve errors below their Monte Carlo noise. Coupling can:
-# :func:`spheresde.weak_error_vs_layers` drives every network *and* a fine Itô
+# :func:`spheresde.transformer.weak_error_vs_layers` drives every network *and* a fine Itô
 # Euler--Maruyama reference of the limit SDE by one Brownian matrix path per sample
 # (the network's :math:`V_k/\sqrt L` are the increments of that path over its layers),
 # so the difference :math:`\varphi(X_T^{(L)}) - \varphi(X_T)` is small and its mean has a
 # small standard error. The bias is untouched: coupling reduces variance only. Two
 # tokens on the circle (:math:`d = 2`, where the signal is clearest), 8000 paths,
 # :math:`\varphi = \rho` and :math:`\rho^2`.
-coupled = spheresde.weak_error_vs_layers(jax.random.key(3), layers=(10, 20, 40, 80, 160),
+coupled = transformer.weak_error_vs_layers(jax.random.key(3),
+                                           layers=(10, 20, 40, 80, 160),
                                          d=2, beta=beta, horizon=T, paths=8000,
                                          reference_factor=4)
 for L, err, se in zip(coupled.layers, coupled.errors[:, 1], coupled.standard_errors[:, 1],

@@ -18,7 +18,7 @@ for the two initializations the paper compares; about 20 CPU-seconds.
 # The tokens at initialization, layer by layer
 # --------------------------------------------
 # The theory predicts that deterministic weights gather the tokens into one cluster while
-# noise keeps them apart. :meth:`spheresde.TransformerClassifier.tokens` gives the
+# noise keeps them apart. :meth:`spheresde.data.TransformerClassifier.tokens` gives the
 # tokens after every layer; we plot the mean cosine :math:`\langle X_i, X_j\rangle`,
 # :math:`i \ne j`, over the validation digits. The same key gives both networks the same
 # embedding: only the value matrices differ.
@@ -27,18 +27,18 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-import spheresde
+from spheresde import data as training
 from spheresde.experiments import TrainSpec
 
 spec = TrainSpec(weights=("constant", "random"), seeds=1)
 (layers,) = spec.layers
 colors = {"constant": "#d62fa0", "random": "#6a3fb5"}
-data = spheresde.load_digits(seed=spec.seed)
-x_val = jnp.asarray(spheresde.patchify(data.val_images, spec.patch))
+data = training.load_digits(seed=spec.seed)
+x_val = jnp.asarray(training.patchify(data.val_images, spec.patch))
 
 fig, ax = plt.subplots(figsize=(5, 3.6))
 for weights in spec.weights:
-    model = spheresde.TransformerClassifier.create(
+    model = training.TransformerClassifier.create(
         jax.random.key(0), patches=x_val.shape[1], patch_size=x_val.shape[2], classes=10,
         d=spec.dim, layers=layers, weights=weights, sigma=spec.sigma, beta=spec.beta)
     history = jax.vmap(lambda p, m=model: m.tokens(p, every_layer=True))(x_val)
@@ -59,8 +59,8 @@ fig.tight_layout()
 # Training
 # --------
 # :meth:`~spheresde.experiments.TrainSpec.compute` trains the networks exactly as the
-# command does (AdamW with warm-up and cosine decay, :func:`spheresde.classifier_optimizer`;
-# both runs of one depth together as one vmapped program, :func:`spheresde.train_epochs`)
+# command does (AdamW with warm-up and cosine decay, :func:`spheresde.data.classifier_optimizer`;
+# both runs of one depth together as one vmapped program, :func:`spheresde.data.train_epochs`)
 # and returns, per run, a row per epoch, epoch 0 at initialization.
 print("the same run from the shell:", spec.command_line())
 points = list(spec.points())

@@ -14,9 +14,10 @@ Modules, one per derivation:
   residuals (derived - stated) and the verdict is computed from them.
 - :mod:`proofs_check.export`: NumPy / JAX callables lambdified from the derivations.
 - :mod:`proofs_check.engine`: the diffusion limit of any residual layer (random matrices
-  of a declared law, normalization RMS / LayerNorm / none); :func:`spheresde.to_sphere_sde`
-  turns it into a ``spheresde.SphereSDE``; :mod:`proofs_check.layers`: LayerNorm, several
-  heads and a ReLU MLP block derived with it.
+  of a declared law, normalization RMS / LayerNorm / none);
+  :func:`spheresde.transformer.to_sphere_sde` turns it into a ``spheresde.SphereSDE``;
+  :mod:`proofs_check.layers`: LayerNorm, several heads and a ReLU MLP block derived with
+  it.
 
 Importing the package does not import SymPy; derivations run on demand and are cached.
 """

@@ -23,14 +23,19 @@ the deterministic part. The user writes :math:`\delta_i` as a SymPy map of the t
    in the token span with ``d`` symbolic (:mod:`proofs_check.span`), with the residuals
    that the limit stays on the normalization's manifold.
 
-Normalizations: ``"rms"`` (:math:`N(y) = y/|y|`, the unit sphere), ``"layer"``
-(LayerNorm at unit scale: :math:`N(y) = Py/|Py|` with :math:`P = I - uu^\top`,
-:math:`u = \mathbf 1/\sqrt d`; the tokens live on the unit sphere of the hyperplane
-:math:`u^\perp`, a sphere of dimension :math:`d-2`), ``"none"`` (:math:`N(y) = y`).
+Normalizations are small classes with the abstract base :class:`AbstractNormalization`,
+named in one registry (:func:`normalization`): :class:`RMSNorm`, ``"rms"``
+(:math:`N(y) = y/|y|`, the unit sphere), :class:`LayerNorm`, ``"layer"`` (LayerNorm at
+unit scale: :math:`N(y) = Py/|Py|` with :math:`P = I - uu^\top`, :math:`u = \mathbf
+1/\sqrt d`; the tokens live on the unit sphere of the hyperplane :math:`u^\perp`, a
+sphere of dimension :math:`d-2`), :class:`NoNormalization`, ``"none"`` (:math:`N(y) =
+y`). Noise sources likewise (:class:`AbstractNoiseSource`: :class:`GaussianMatrix`,
+:class:`ReLUMLP`): a new one is one class with its kernel. The numerics name their
+normalizations by the same names (:class:`spheresde.transformer.AbstractNormalization`).
 
 :func:`rho_sde` reduces a two-token layer to the SDE of :math:`\rho = \langle X_1,
 X_2\rangle`; :func:`lyapunov_at` linearizes it at :math:`\rho = \pm1`.
-:func:`spheresde.to_sphere_sde` turns a limit into a
+:func:`spheresde.transformer.to_sphere_sde` turns a limit into a
 :class:`spheresde.SphereSDE` (lambdified, nothing retyped).
 
 Examples
@@ -46,11 +51,12 @@ The paper's layer, :math:`Y_i = X_i + s V A_i`, :math:`V = \mu s I + \varepsilon
 
 from __future__ import annotations
 
+import abc
 import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar
 
 import sympy as sp
 
@@ -58,12 +64,20 @@ from .limit import LimitSDE, normalization_series
 from .span import SpanMatrix, SpanVector, TokenSpan
 from .symbols import d, mu, rho, s
 
-Normalization = Literal["rms", "layer", "none"]
-_NORMALIZATIONS = ("rms", "layer", "none")
+
+class AbstractNoiseSource(abc.ABC):
+    r"""A source of centred noise vectors :math:`\xi` (one :class:`NoiseTerm` each),
+    fresh for every layer: all the engine needs of it is the kernel :math:`k` with
+    :math:`E[\xi_a \xi_b^\top] = k(a, b)\,I` (Isserlis at order :math:`h`). Two
+    different sources are independent."""
+
+    @abc.abstractmethod
+    def kernel(self, a: NoiseTerm, b: NoiseTerm) -> sp.Expr:
+        r""":math:`k` with :math:`E[\xi_a \xi_b^\top] = k\,I` for two of its terms."""
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianMatrix:
+class GaussianMatrix(AbstractNoiseSource):
     r"""A ``d x d`` random matrix :math:`M = \text{mean}\cdot I + \text{std}\cdot G`,
     :math:`G` with iid :math:`N(0, 1)` entries, drawn afresh for every layer.
 
@@ -123,7 +137,7 @@ class _PerToken:
 
 
 @dataclass(frozen=True, eq=False)
-class ReLUMLP:
+class ReLUMLP(AbstractNoiseSource):
     r"""The noise of a ReLU MLP at initialization, :math:`W_2\,\mathrm{relu}(W_1 x)`.
 
     :math:`W_1` (``m x d``) with iid :math:`N(0, \sigma_1^2)` entries and :math:`W_2`
@@ -158,7 +172,7 @@ class ReLUMLP:
 class NoiseTerm:
     """One centred noise vector :math:`\\xi`: a source applied to ``vector``."""
 
-    source: GaussianMatrix | ReLUMLP
+    source: AbstractNoiseSource
     owner: int | None
     vector: SpanVector
 
@@ -211,11 +225,207 @@ def softmax(tokens: Sequence[SpanVector], beta: sp.Expr) -> list[SpanVector]:
     return out
 
 
-def token_span(n: int, normalization: Normalization = "rms",
+class AbstractNormalization(abc.ABC):
+    r"""A normalization :math:`N` of the layer :math:`X_i' = N(X_i + \delta_i)`.
+
+    :attr:`directions` fixed unit vectors orthogonal to the tokens (LayerNorm's
+    :math:`u`) join the span as its last basis vectors; :meth:`projection` is what acts
+    on the increments before :meth:`limit` expands :math:`N`.
+    """
+
+    #: The name the registry (:func:`normalization`) and the numerics know it by.
+    name: ClassVar[str]
+    #: The number of fixed unit vectors orthogonal to the tokens.
+    directions: ClassVar[int] = 0
+    #: Whether the limit lives on a manifold (a sphere) that :meth:`manifold_residuals`
+    #: describes.
+    manifold: ClassVar[bool] = True
+
+    def span_gram(self, gram: sp.Matrix) -> sp.Matrix:
+        """The span's Gram matrix: the tokens', then the identity of the fixed vectors."""
+        return sp.diag(gram, *[sp.Integer(1)] * self.directions)
+
+    def fixed(self, span: TokenSpan) -> list[SpanVector]:
+        """The fixed unit vectors (the span's last :attr:`directions` vectors)."""
+        return span.tokens()[span.n - self.directions:] if self.directions else []
+
+    def projection(self, span: TokenSpan) -> SpanMatrix:
+        r""":math:`P = I - \sum_u uu^\top` over :meth:`fixed`, applied to the increments
+        before normalizing."""
+        left = span.identity()
+        for u in self.fixed(span):
+            left = left - span.outer(u, u)
+        return left
+
+    @abc.abstractmethod
+    def limit(self, span: TokenSpan, tokens: list[SpanVector], mean: list[SpanVector],
+              first_noise: list, cov: Callable) -> tuple[list[SpanVector], list]:
+        r"""The drift :math:`b_i` and the first-order noise :math:`F_i` (lists of
+        ``(coefficient, matrix, term)``) from the projected increments: ``mean[i]`` of
+        order :math:`s^2`, ``first_noise[i]`` of order :math:`s`, ``cov(a, b)`` the
+        covariance of two such lists."""
+
+    def manifold_residuals(self, limit: DiffusionLimit) -> dict[str, list[sp.Expr]]:
+        """Ito drift and variance of the constraints of the manifold (none by default)."""
+        return {}
+
+
+class AbstractSphereNormalization(AbstractNormalization):
+    r""":math:`N(y) = Py/|Py|`: the unit sphere of the range of :meth:`projection`."""
+
+    def limit(self, span, tokens, mean, first_noise, cov):
+        """Expands :math:`|PY_i|^{-1}` to second order (:func:`diffusion_limit`, Notes)."""
+        f2 = normalization_series()[1].subs(mu, 1)  # |Y|^{-1} = 1 - s xi + s^2 f2
+        sym_xi, sym_q, sym_c = sp.symbols("xi q c", real=True)
+        drift, noise = [], []
+        for i, x in enumerate(tokens):
+            c_ii = cov(first_noise[i], first_noise[i])
+            # Isserlis at order 2: E[xi^2] = x^T C x, E[q] = tr C, E[xi] = 0, E[xi Z] = C x.
+            moments = {sym_xi**2: c_ii.quadratic(x, x), sym_q: c_ii.trace(), sym_xi: 0}
+            e_f2 = sp.Integer(0)
+            for monom, coeff in sp.Poly(f2, sym_xi, sym_q).terms():
+                key = sym_xi ** monom[0] * sym_q ** monom[1]
+                e_f2 += coeff.subs(sym_c, x.dot(mean[i])) * (1 if key == 1 else moments[key])
+            # f1 = -xi: E[f1 Z] = -E[xi Z] = -C x
+            drift.append(mean[i] - c_ii @ x + x * sp.expand(e_f2))
+            # F_i = Z_i - xi_i x = P_i Z_i
+            proj = span.projection(x)
+            noise.append([(c, proj @ la, t) for c, la, t in first_noise[i]])
+        return drift, noise
+
+    def manifold_residuals(self, limit):
+        r""":math:`|X_i|^2` (drift :math:`2\langle X_i, b_i\rangle +
+        \operatorname{tr}\Sigma_{ii}`, variance :math:`4X_i^\top\Sigma_{ii}X_i`) and, for
+        every fixed vector :math:`u`, :math:`\langle u, X_i\rangle` (drift
+        :math:`\langle u, b_i\rangle`, variance :math:`u^\top\Sigma_{ii}u`)."""
+        out = {}
+        fixed = self.fixed(limit.span)
+        for i, x in enumerate(limit.tokens):
+            b, sigma = limit.drift[i], limit.covariance[i, i]
+            out[f"|X_{i}|^2"] = [sp.simplify(2 * x.dot(b) + sigma.trace()),
+                                 sp.simplify(4 * sigma.quadratic(x, x))]
+            for k, u in enumerate(fixed):
+                label = "u" if len(fixed) == 1 else f"u_{k}"
+                out[f"<{label}, X_{i}>"] = [sp.simplify(u.dot(b)),
+                                            sp.simplify(sigma.quadratic(u, u))]
+        return out
+
+
+@dataclass(frozen=True)
+class RMSNorm(AbstractSphereNormalization):
+    """:math:`N(y) = y/|y|`, the paper's: the unit sphere."""
+
+    name: ClassVar[str] = "rms"
+
+
+@dataclass(frozen=True)
+class LayerNorm(AbstractSphereNormalization):
+    r"""LayerNorm at unit scale, :math:`N(y) = Py/|Py|`, :math:`P = I - uu^\top`,
+    :math:`u = \mathbf 1/\sqrt d`: the unit sphere of :math:`u^\perp`."""
+
+    name: ClassVar[str] = "layer"
+    directions: ClassVar[int] = 1
+
+
+@dataclass(frozen=True)
+class ProjectedSphere(AbstractSphereNormalization):
+    r""":math:`N(y) = Py/|Py|` with :math:`P` removing ``directions`` fixed unit vectors
+    orthogonal to the tokens, under any ``name``: the limit of every normalization of that
+    form (:func:`projected_sphere`), since the engine needs of the fixed vectors only that
+    they are orthonormal and orthogonal to the tokens."""
+
+    name: str
+    directions: int
+
+
+@dataclass(frozen=True)
+class NoNormalization(AbstractNormalization):
+    """:math:`N(y) = y`: no manifold, the increments' own limit."""
+
+    name: ClassVar[str] = "none"
+    manifold: ClassVar[bool] = False
+
+    def limit(self, span, tokens, mean, first_noise, cov):
+        """The order-:math:`s^2` mean and the order-:math:`s` noise as they are."""
+        return mean, first_noise
+
+
+_NORMALIZATIONS: dict[str, AbstractNormalization] = {
+    n.name: n for n in (RMSNorm(), LayerNorm(), NoNormalization())}
+
+
+def projected_sphere(name: str, directions: int) -> AbstractSphereNormalization:
+    """The normalization onto the unit sphere orthogonal to ``directions`` fixed unit
+    vectors: the registered one of that ``name`` (``"rms"``: 0, ``"layer"``: 1), else a
+    :class:`ProjectedSphere`.
+
+    Raises
+    ------
+    ValueError
+        If the registered one of that name removes another number of directions.
+
+    Examples
+    --------
+    >>> projected_sphere("layer", 1), projected_sphere("mine", 2)
+    (LayerNorm(), ProjectedSphere(name='mine', directions=2))
+    """
+    known = _NORMALIZATIONS.get(name)
+    if known is None:
+        return ProjectedSphere(name, directions)
+    if not isinstance(known, AbstractSphereNormalization) or known.directions != directions:
+        raise ValueError(f"{name!r} is {known!r}, not the sphere orthogonal to {directions} "
+                         "fixed directions: give the new normalization another name")
+    return known
+
+
+def normalization(norm) -> AbstractNormalization:
+    """The normalization ``norm`` names (``"rms"``, ``"layer"``, ``"none"``, or a
+    :func:`register_normalization`-ed name), ``norm`` itself, or the symbolic counterpart
+    of a numerical one (an object with a ``symbolic()`` method, such as
+    :class:`spheresde.transformer.LayerNorm`).
+
+    Examples
+    --------
+    >>> normalization("layer").directions
+    1
+    """
+    if isinstance(norm, AbstractNormalization):
+        return norm
+    if callable(getattr(norm, "symbolic", None)):
+        return normalization(norm.symbolic())
+    try:
+        return _NORMALIZATIONS[norm]
+    except (KeyError, TypeError):
+        raise ValueError(f"normalization must be one of {tuple(_NORMALIZATIONS)} or an "
+                         f"AbstractNormalization, got {norm!r}") from None
+
+
+_lookup = normalization  # for the functions whose argument of that name hides it
+
+
+def register_normalization(norm: AbstractNormalization) -> AbstractNormalization:
+    """Make ``norm`` known by its name (registering an equal object again does nothing).
+
+    Raises
+    ------
+    ValueError
+        If another normalization has that name.
+    """
+    if not isinstance(norm, AbstractNormalization):
+        raise TypeError(f"register an instance of a subclass of AbstractNormalization, got "
+                        f"{norm!r}")
+    known = _NORMALIZATIONS.setdefault(norm.name, norm)
+    if known != norm:
+        raise ValueError(f"the name {norm.name!r} is taken by {known!r}: give "
+                         f"{type(norm).__name__} another name")
+    return norm
+
+
+def token_span(n: int, normalization: str | AbstractNormalization = "rms",
                gram: sp.Matrix | None = None) -> tuple[TokenSpan, list[SpanVector]]:
     r"""The span the limit is derived in: ``n`` unit tokens (generic Gram ``g_ij`` unless
-    ``gram`` is given) and, for LayerNorm, the unit vector :math:`u = \mathbf 1/\sqrt d`
-    orthogonal to them (the last basis vector).
+    ``gram`` is given) and the normalization's fixed unit vectors orthogonal to them (the
+    last basis vectors; for LayerNorm :math:`u = \mathbf 1/\sqrt d`).
 
     Returns
     -------
@@ -232,16 +442,12 @@ def token_span(n: int, normalization: Normalization = "rms",
     [g_01,    1, 0],
     [   0,    0, 1]])
     """
-    if normalization not in _NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, got "
-                         f"{normalization!r}")
+    norm = _lookup(normalization)
     if gram is None:
         gram = sp.eye(n)
         for i, j in itertools.combinations(range(n), 2):
             gram[i, j] = gram[j, i] = sp.Symbol(f"g_{i}{j}", real=True)
-    if normalization == "layer":
-        gram = sp.diag(gram, sp.Integer(1))
-    span = TokenSpan(sp.Matrix(gram), d)
+    span = TokenSpan(sp.Matrix(norm.span_gram(gram)), d)
     return span, span.tokens()[:n]
 
 
@@ -258,7 +464,7 @@ class DiffusionLimit:
     ----------
     span : TokenSpan
     tokens : list of SpanVector
-    normalization : str
+    normalization : AbstractNormalization
     sde : LimitSDE
         Ito drift :math:`b_i` and covariance :math:`\Sigma_{ij}` per unit depth-time.
     noise : list of list of (sympy.Expr, SpanMatrix, NoiseTerm)
@@ -270,7 +476,7 @@ class DiffusionLimit:
 
     span: TokenSpan
     tokens: list[SpanVector]
-    normalization: str
+    normalization: AbstractNormalization
     sde: LimitSDE
     noise: list[list[tuple[sp.Expr, SpanMatrix, NoiseTerm]]] = field(repr=False)
 
@@ -312,7 +518,7 @@ def _orders(increment: RandomVector, i: int) -> tuple[list, list]:
 
 
 def diffusion_limit(layer: Callable[[list[SpanVector]], Sequence[RandomVector]], n: int,
-                    normalization: Normalization = "rms",
+                    normalization: str | AbstractNormalization = "rms",
                     gram: sp.Matrix | None = None) -> DiffusionLimit:
     r"""Derive the Ito limit of the layer :math:`X_i' = N(X_i + \delta_i)`.
 
@@ -324,7 +530,8 @@ def diffusion_limit(layer: Callable[[list[SpanVector]], Sequence[RandomVector]],
         random sources (:class:`GaussianMatrix`, :class:`ReLUMLP`) and ``s``.
     n : int
         Number of tokens.
-    normalization : {"rms", "layer", "none"}
+    normalization : str or AbstractNormalization
+        ``"rms"``, ``"layer"``, ``"none"`` (:func:`normalization`) or an instance.
     gram : sympy.Matrix, optional
         The tokens' Gram matrix (unit diagonal); generic symbols ``g_ij`` by default.
 
@@ -341,19 +548,14 @@ def diffusion_limit(layer: Callable[[list[SpanVector]], Sequence[RandomVector]],
     X_i`). The expectation of every product of two noise vectors is a pair contraction
     :math:`E[\xi_a\xi_b^\top] = k(a, b) I`.
     """
-    if normalization not in _NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, got "
-                         f"{normalization!r}")
-    span, tokens = token_span(n, normalization, gram)
+    norm = _lookup(normalization)
+    span, tokens = token_span(n, norm, gram)
     increments = list(layer(list(tokens)))
     if len(increments) != n:
         raise ValueError(f"the layer must return one increment per token ({n}), got "
                          f"{len(increments)}")
     identity = span.identity()
-    left = identity
-    if normalization == "layer":  # centring first: P = I - u u^T
-        u = ones_direction(span)
-        left = identity - span.outer(u, u)
+    left = norm.projection(span)  # LayerNorm centres first: P = I - u u^T
     first_noise, mean = [], []
     for i, inc in enumerate(increments):
         noise_i, mean_i = _orders(inc, i)
@@ -369,31 +571,9 @@ def diffusion_limit(layer: Callable[[list[SpanVector]], Sequence[RandomVector]],
                 out = out + (la @ lb.T) * (ca * cb * k)
         return out
 
-    if normalization == "none":
-        drift = mean
-        noise = first_noise
-        covariance = {(i, j): cov(first_noise[i], first_noise[j])
-                      for i in range(n) for j in range(n)}
-        return DiffusionLimit(span, tokens, normalization, LimitSDE(drift, covariance), noise)
-
-    f2 = normalization_series()[1].subs(mu, 1)  # |Y|^{-1} = 1 - s xi + s^2 f2
-    sym_xi, sym_q, sym_c = sp.symbols("xi q c", real=True)
-    drift, noise = [], []
-    for i, x in enumerate(tokens):
-        c_ii = cov(first_noise[i], first_noise[i])
-        # Isserlis at order 2: E[xi^2] = x^T C x, E[q] = tr C, E[xi] = 0, E[xi Z] = C x.
-        moments = {sym_xi**2: c_ii.quadratic(x, x), sym_q: c_ii.trace(), sym_xi: 0}
-        e_f2 = sp.Integer(0)
-        for monom, coeff in sp.Poly(f2, sym_xi, sym_q).terms():
-            key = sym_xi ** monom[0] * sym_q ** monom[1]
-            e_f2 += coeff.subs(sym_c, x.dot(mean[i])) * (1 if key == 1 else moments[key])
-        # f1 = -xi: E[f1 Z] = -E[xi Z] = -C x
-        drift.append(mean[i] - c_ii @ x + x * sp.expand(e_f2))
-        # F_i = Z_i - xi_i x = P_i Z_i
-        proj = span.projection(x)
-        noise.append([(c, proj @ la, t) for c, la, t in first_noise[i]])
+    drift, noise = norm.limit(span, tokens, mean, first_noise, cov)
     covariance = {(i, j): cov(noise[i], noise[j]) for i in range(n) for j in range(n)}
-    return DiffusionLimit(span, tokens, normalization, LimitSDE(drift, covariance), noise)
+    return DiffusionLimit(span, tokens, norm, LimitSDE(drift, covariance), noise)
 
 
 def manifold_residuals(limit: DiffusionLimit) -> dict[str, list[sp.Expr]]:
@@ -402,7 +582,8 @@ def manifold_residuals(limit: DiffusionLimit) -> dict[str, list[sp.Expr]]:
     RMS and LayerNorm: :math:`|X_i|^2` (drift :math:`2\langle X_i, b_i\rangle +
     \operatorname{tr}\Sigma_{ii}`, variance :math:`4X_i^\top\Sigma_{ii}X_i`); LayerNorm also
     :math:`\langle u, X_i\rangle` (drift :math:`\langle u, b_i\rangle`, variance
-    :math:`u^\top\Sigma_{ii}u`). All vanish when the limit lives on the manifold.
+    :math:`u^\top\Sigma_{ii}u`) (:meth:`AbstractNormalization.manifold_residuals`). All
+    vanish when the limit lives on the manifold.
 
     Examples
     --------
@@ -412,17 +593,7 @@ def manifold_residuals(limit: DiffusionLimit) -> dict[str, list[sp.Expr]]:
     >>> manifold_residuals(lim)
     {'|X_0|^2': [0, 0], '<u, X_0>': [0, 0]}
     """
-    out = {}
-    if limit.normalization == "none":
-        return out
-    for i, x in enumerate(limit.tokens):
-        b, sigma = limit.drift[i], limit.covariance[i, i]
-        out[f"|X_{i}|^2"] = [sp.simplify(2 * x.dot(b) + sigma.trace()),
-                             sp.simplify(4 * sigma.quadratic(x, x))]
-        if limit.normalization == "layer":
-            u = ones_direction(limit.span)
-            out[f"<u, X_{i}>"] = [sp.simplify(u.dot(b)), sp.simplify(sigma.quadratic(u, u))]
-    return out
+    return limit.normalization.manifold_residuals(limit)
 
 
 @dataclass(frozen=True)
@@ -434,7 +605,7 @@ class TwoTokenSDE:
     variance: sp.Expr
 
 
-def rho_sde(layer, normalization: Normalization = "rms") -> TwoTokenSDE:
+def rho_sde(layer, normalization: str | AbstractNormalization = "rms") -> TwoTokenSDE:
     r"""Two tokens: Ito's lemma for :math:`\rho` under the derived limit of ``layer``.
 
     :math:`d\rho = (\langle X_2, b_1\rangle + \langle X_1, b_2\rangle +
@@ -446,11 +617,15 @@ def rho_sde(layer, normalization: Normalization = "rms") -> TwoTokenSDE:
 
     Examples
     --------
+    :math:`A_i = X_i` is the paper's two-token SDE with self-weight :math:`a = 1`,
+    :math:`b = 0` (:mod:`proofs_check.two_token`): drift :math:`-\varepsilon^2\rho(1 -
+    \rho^2)`, variance :math:`2\varepsilon^2(1 - \rho^2)^2`.
+
     >>> from proofs_check.symbols import eps
     >>> V = GaussianMatrix("V", std=eps)
     >>> sde = rho_sde(lambda x: [s * (V @ v) for v in x])  # A_i = X_i
     >>> sp.factor(sde.drift), sp.factor(sde.variance)
-    (0, 0)
+    (epsilon**2*rho*(rho - 1)*(rho + 1), 2*epsilon**2*(rho - 1)**2*(rho + 1)**2)
     """
     from .two_token import inner_product_sde
 
@@ -567,9 +742,16 @@ def relu_kernel() -> sp.Expr:
 
 
 __all__ = [
+    "AbstractNoiseSource",
+    "AbstractNormalization",
+    "AbstractSphereNormalization",
     "DiffusionLimit",
     "GaussianMatrix",
+    "LayerNorm",
+    "NoNormalization",
     "NoiseTerm",
+    "ProjectedSphere",
+    "RMSNorm",
     "RandomVector",
     "ReLUMLP",
     "TwoTokenSDE",
@@ -577,7 +759,10 @@ __all__ = [
     "diffusion_limit",
     "lyapunov_at",
     "manifold_residuals",
+    "normalization",
     "ones_direction",
+    "projected_sphere",
+    "register_normalization",
     "relu_kernel",
     "rho_sde",
     "softmax",

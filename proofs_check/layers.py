@@ -22,12 +22,14 @@ import functools
 import sympy as sp
 
 from .engine import (
+    AbstractNormalization,
     GaussianMatrix,
     ReLUMLP,
     TwoTokenSDE,
     canonical,
     is_zero,
     lyapunov_at,
+    normalization,
     rho_sde,
     softmax,
     value_at,
@@ -73,11 +75,18 @@ def mlp_layer():
 def two_token(kind: str) -> TwoTokenSDE:
     r"""The derived :math:`\rho`-SDE of ``kind`` in {"rms", "layer", "heads", "mlp",
     "head 1", "head 2"} (heads: pure noise, inverse temperatures ``beta_1``, ``beta_2``)."""
-    layers = {"rms": (paper_layer(), "rms"), "layer": (paper_layer(), "layer"),
-              "heads": (heads_layer([beta1, beta2]), "rms"),
+    if kind in ("rms", "layer"):
+        return paper_rho_sde(normalization(kind))
+    layers = {"heads": (heads_layer([beta1, beta2]), "rms"),
               "head 1": (paper_layer(beta1), "rms"), "head 2": (paper_layer(beta2), "rms"),
               "mlp": (mlp_layer(), "rms")}
     return rho_sde(*layers[kind])
+
+
+@functools.cache
+def paper_rho_sde(norm: AbstractNormalization) -> TwoTokenSDE:
+    r"""The derived :math:`\rho`-SDE of the paper's layer under the normalization ``norm``."""
+    return rho_sde(paper_layer(), norm)
 
 
 def _zero(expr: sp.Expr) -> sp.Expr:
@@ -165,7 +174,8 @@ def layernorm_residuals() -> dict:
 @functools.cache
 def layernorm_rms_dimension() -> sp.Expr:
     r"""The dimension :math:`d'` of the RMS network whose two-token SDE is LayerNorm's at
-    ``d``: :math:`d' = d - 1`, returned only when :func:`layernorm_residuals` vanish.
+    ``d``: :func:`rms_dimension` of LayerNorm, :math:`d' = d - 1`, returned only when
+    :func:`layernorm_residuals` vanish too.
 
     Examples
     --------
@@ -175,7 +185,35 @@ def layernorm_rms_dimension() -> sp.Expr:
     residuals = layernorm_residuals()
     if not is_zero(residuals):
         raise AssertionError(f"LayerNorm's rho-SDE is not the RMS one at d - 1: {residuals}")
-    return d - 1
+    return rms_dimension(normalization("layer"))
+
+
+@functools.cache
+def rms_dimension(norm: AbstractNormalization) -> sp.Expr:
+    r"""The dimension :math:`d'` of the RMS network whose two-token SDE (the paper's
+    layer) is the one under ``norm`` at ``d``: a normalization that removes
+    :math:`k` fixed directions leaves the tokens a sphere of :math:`k` fewer dimensions,
+    :math:`d' = d - k`, returned only when drift and variance are the RMS ones at
+    :math:`d'` (LayerNorm: :math:`d - 1`, the one place the numerics read it from).
+
+    Raises
+    ------
+    AssertionError
+        If the derived SDE is not the RMS one at :math:`d - k`.
+
+    Examples
+    --------
+    >>> rms_dimension(normalization("rms"))
+    d
+    """
+    d_prime = d - norm.directions
+    rms, other = two_token("rms"), paper_rho_sde(norm)
+    residuals = {"drift": _zero(other.drift - rms.drift.subs(d, d_prime)),
+                 "variance": _zero(other.variance - rms.variance.subs(d, d_prime))}
+    if not is_zero(residuals):
+        raise AssertionError(f"the rho-SDE under {norm.name!r} is not the RMS one at "
+                             f"{d_prime}: {residuals}")
+    return d_prime
 
 
 def heads_residuals() -> dict:

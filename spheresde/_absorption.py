@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._brownian import bit_signs
+from ._normalization import NormalizationLike, normalization
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
 
 _Z_STEP = 1e-3
@@ -253,10 +254,10 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
                       steps: int, tol: float, bound: float,
-                      segment: int = 512, norm: str = "rms",
+                      segment: int = 512, norm: NormalizationLike = "rms",
                       dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
-    tokens (:func:`spheresde.simulate_network`'s layer, unit radius, identity Q and K),
+    tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius, identity Q and K),
     with early absorption at ``bound`` (0: none), for ``steps`` layers (the caller's
     ``network_depth`` of its horizon).
 
@@ -268,16 +269,15 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     depend on the others or on when they are absorbed.
 
     ``norm="layer"``: the LayerNorm network (:func:`spheresde._pair.pair_layer`; the start
-    is the uniform one centred and normalized, as :func:`spheresde.simulate_network`'s),
+    is the uniform one centred and normalized, as :func:`spheresde.transformer.simulate_network`'s),
     with no absorption: its certificate would need the derived two-token law that the
     LayerNorm runs are there to check. ``dtype``: of the tokens (default float).
     """
     from ._geometry import sample_uniform
     from ._network import normalize
 
-    if norm not in ("rms", "layer"):
-        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
-    if norm == "layer":
+    norm = normalization(norm)
+    if not norm.paper:  # the certificate is the paper's two-token law
         bound = 0.0
 
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)

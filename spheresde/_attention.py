@@ -24,7 +24,7 @@ def attention_weights(
     matrix). ``Q`` and ``K`` default to the identity, the paper's choice, so the logits
     are plain inner products. ``dense=True`` uses ``jnp.matmul`` and ``jax.nn.softmax``
     instead of the sliced sums of :mod:`spheresde._small`: under differentiation (the
-    training of :class:`~spheresde.TransformerClassifier`) the slices cost about 3x more
+    training of :class:`~spheresde.data.TransformerClassifier`) the slices cost about 3x more
     (``tests/benchmarks/bench_train.py``).
     """
     matmul, softmax = (jnp.matmul, jax.nn.softmax) if dense else (small_matmul,

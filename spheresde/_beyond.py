@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._network import Norm, horizon_steps, normalize
+from ._normalization import normalization
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def _step(key, x, layer: PairLayer, h: float):
 def start_pair(rho: float, layer: PairLayer, dtype=jnp.float64):
     """Two unit tokens with inner product ``rho`` (orthogonal to ``(1, ..., 1)``)."""
     basis = np.eye(layer.d)
-    if layer.norm == "layer":
-        centred = basis - basis.mean(axis=1, keepdims=True)
-        basis = np.linalg.qr(centred[:, :-1])[0].T  # orthonormal rows in the hyperplane
+    norm = normalization(layer.norm)
+    if norm.directions:  # orthonormal rows in the range of P (LayerNorm's hyperplane)
+        basis = np.linalg.qr(norm.project(basis)[:, :-norm.directions])[0].T
     x = np.stack([basis[0], rho * basis[0] + np.sqrt(1 - rho**2) * basis[1]])
     return jnp.asarray(x, dtype)
 

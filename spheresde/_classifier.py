@@ -12,7 +12,7 @@ An image is cut into ``n`` patches, each embedded linearly into :math:`\mathbb R
 
 with trainable value matrices :math:`V_k` and trainable query and key matrices
 :math:`Q_k, K_k` (the identity at initialization, the paper's choice), and a linear head
-on the mean of the output tokens. Attention is :func:`spheresde.attention` and the
+on the mean of the output tokens. Attention is :func:`spheresde.transformer.attention` and the
 normalization :func:`spheresde.retract`, the functions the simulations use.
 
 The initializations of the value matrices (:func:`init_values`) are the two of the
@@ -211,7 +211,7 @@ class ClassifierEvaluation(NamedTuple):
     ``token_cosine``: mean over images of the mean :math:`\\langle X_i, X_j\\rangle`,
     ``i != j``, of the output tokens (1: all tokens in one point); ``outcomes``: fractions
     of images whose output tokens are a single cluster, antipodal, undecided
-    (:func:`spheresde.classify`).
+    (:func:`spheresde.transformer.classify`).
     """
 
     accuracy: float

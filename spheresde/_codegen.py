@@ -5,13 +5,16 @@ It lives in the numerics, which import :mod:`proofs_check`, never the other way 
 Everything numerical is :func:`sympy.lambdify` (JAX backend) of what the engine derived:
 
 - the drift :math:`b_i = \sum_k c_{ik}(G) B_k`, with :math:`B` the span's basis (the
-  tokens, and :math:`u = \mathbf 1/\sqrt d` for LayerNorm) and :math:`G` the Gram matrix
-  of the state;
+  tokens, and the normalization's fixed directions,
+  :meth:`spheresde.transformer.AbstractNormalization.span_basis`: :math:`u = \mathbf
+  1/\sqrt d` for LayerNorm) and :math:`G` the Gram matrix of the state;
 - the diffusion, from the first-order noise :math:`F_i = \sum c\,M\,\xi` of
   :class:`~proofs_check.engine.DiffusionLimit`: every :math:`\xi` becomes its Brownian
   increment. A shared :class:`~proofs_check.engine.GaussianMatrix` applied to ``v`` is
   :math:`dW\,v` with one ``d x d`` Brownian matrix; one drawn per token has one matrix per
-  token; the terms :math:`\xi_a` of a :class:`~proofs_check.engine.ReLUMLP` (kernel
+  token; the terms :math:`\xi_a` of any other source (a
+  :class:`~proofs_check.engine.ReLUMLP`, or a new
+  :class:`~proofs_check.engine.AbstractNoiseSource`; kernel
   :math:`E[\xi_a\xi_b^\top] = K_{ab} I`) are :math:`\sum_b (K^{1/2})_{ab}\,dB_b` with
   independent ``d``-dimensional Brownian motions :math:`B_b`.
 
@@ -26,39 +29,42 @@ from __future__ import annotations
 import jax.numpy as jnp
 import sympy as sp
 
-from proofs_check.engine import DiffusionLimit, GaussianMatrix, ReLUMLP
+from proofs_check.engine import DiffusionLimit, GaussianMatrix
 from proofs_check.symbols import d as d_symbol
 
+from ._normalization import normalization
 from ._sde import SphereSDE
 
 
 def _psd_sqrt(kernel):
     """Symmetric square root of a positive semidefinite kernel matrix (``eigh``, eigenvalues
-    clipped at 0). Only for the MLP kernels here, which come as matrices, not as vectors;
-    the span noise of the tokens uses :func:`spheresde._noise.span_factor`."""
+    clipped at 0). Only for the kernels of the sources drawn through them, which come as
+    matrices, not as vectors; the span noise of the tokens uses
+    :func:`spheresde._noise.span_factor`."""
     lam, vec = jnp.linalg.eigh(kernel)
     return (vec * jnp.sqrt(jnp.maximum(lam, 0.0))[..., None, :]) @ jnp.swapaxes(vec, -1, -2)
 
 def _layout(limit: DiffusionLimit, dim: int):
-    """The MLP terms of each ReLU source, and each source's slice of the flat noise."""
-    sources, mlp_terms = [], {}
+    """The terms of each source drawn through its kernel (every source but a Gaussian
+    matrix), and each source's slice of the flat noise."""
+    sources, kernel_terms = [], {}
     for noise_i in limit.noise:
         for _, _, term in noise_i:
             if term.source not in sources:
                 sources.append(term.source)
-            if isinstance(term.source, ReLUMLP):
-                mlp_terms.setdefault(term.source, [])
-                if term not in mlp_terms[term.source]:
-                    mlp_terms[term.source].append(term)
+            if not isinstance(term.source, GaussianMatrix):
+                kernel_terms.setdefault(term.source, [])
+                if term not in kernel_terms[term.source]:
+                    kernel_terms[term.source].append(term)
     offsets, start = {}, 0
     for source in sources:
         if isinstance(source, GaussianMatrix):
             size = dim * dim * (1 if source.shared else len(limit.tokens))
         else:
-            size = dim * len(mlp_terms[source])
+            size = dim * len(kernel_terms[source])
         offsets[source] = (start, size)
         start += size
-    return mlp_terms, offsets, start
+    return kernel_terms, offsets, start
 
 
 def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
@@ -89,36 +95,35 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
     >>> sde.noise_shape
     (9,)
     """
-    if limit.normalization == "none":
+    if not limit.normalization.manifold:
         raise ValueError("a layer without normalization has no sphere to live on: derive it "
                          "with normalization='rms' or 'layer' for a SphereSDE")
+    numeric = normalization(limit.normalization.name)
     span = limit.span
     gram_symbols = sorted({e for e in span.gram if isinstance(e, sp.Symbol)},
                           key=sp.default_sort_key)
     subs = {d_symbol: dim, **values}
-    mlp_terms, offsets, total = _layout(limit, dim)
+    kernel_terms, offsets, total = _layout(limit, dim)
 
     exprs = [sp.Matrix([b.coeffs.T for b in limit.drift])]
     for noise_i in limit.noise:
         for c, m, term in noise_i:
             exprs += [c, m.scalar, m.coeffs, term.vector.coeffs]
-    for source, terms in mlp_terms.items():
+    for source, terms in kernel_terms.items():
         exprs.append(sp.Matrix([[source.kernel(a, b) for b in terms] for a in terms]))
     exprs = [sp.sympify(e).subs(subs) for e in exprs]
     free = set().union(*(e.free_symbols for e in exprs)) - set(gram_symbols)
     if free:
         raise ValueError(f"give a value for every parameter of the layer: missing "
                          f"{sorted(map(str, free))}")
-    numeric = sp.lambdify([gram_symbols], exprs, modules="jax")
+    lambdified = sp.lambdify([gram_symbols], exprs, modules="jax")
     index = [(i, j) for i in range(span.n) for j in range(span.n)
              if isinstance(span.gram[i, j], sp.Symbol) and i < j]
 
     def evaluate(y):
         g = y @ y.T
         values_g = [jnp.clip(g[i, j], -1.0, 1.0) for i, j in index]
-        basis = y if limit.normalization != "layer" else jnp.concatenate(
-            [y, jnp.full((1, dim), 1.0 / jnp.sqrt(dim), y.dtype)])
-        return numeric(values_g), basis
+        return lambdified(values_g), numeric.span_basis(y)
 
     def drift(t, y, args):
         parts, basis = evaluate(y)
@@ -127,11 +132,11 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
     def diffusion(t, y, args, dw):
         parts, basis = evaluate(y)
         k = 1 + 4 * sum(len(noise_i) for noise_i in limit.noise)
-        mlp_noise = {}
-        for source, kernel in zip(mlp_terms, parts[k:], strict=True):
+        kernel_noise = {}
+        for source, kernel in zip(kernel_terms, parts[k:], strict=True):
             start, size = offsets[source]
-            z = dw[start:start + size].reshape(len(mlp_terms[source]), dim)
-            mlp_noise[source] = _psd_sqrt(jnp.asarray(kernel, y.dtype)) @ z
+            z = dw[start:start + size].reshape(len(kernel_terms[source]), dim)
+            kernel_noise[source] = _psd_sqrt(jnp.asarray(kernel, y.dtype)) @ z
         rows, pos = [], 1
         for noise_i in limit.noise:
             row = jnp.zeros(dim, y.dtype)
@@ -145,7 +150,7 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
                     mat = dw[start + owner * dim * dim:start + (owner + 1) * dim * dim]
                     xi = mat.reshape(dim, dim) @ (jnp.asarray(w, y.dtype)[:, 0] @ basis)
                 else:
-                    xi = mlp_noise[source][mlp_terms[source].index(term)]
+                    xi = kernel_noise[source][kernel_terms[source].index(term)]
                 cm = jnp.asarray(cm, y.dtype)
                 row = row + c * (c0 * xi + basis.T @ (cm @ (basis @ xi)))
             rows.append(row)

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._attention import attention_weights
-from ._geometry import retract
 from ._noise import Noise, noise_on_attention, noise_shape
+from ._normalization import NormalizationLike, normalization
 from ._small import small_matmul
 from ._typing import Array, ArrayLike, Float, Matrix, PRNGKeyArray, RealScalar
 from ._weights import AbstractWeights, PureNoise
@@ -40,15 +40,15 @@ class NetworkResult(NamedTuple):
     gram: Float[Array, "trajectories saves n n"] | None
 
 
-Norm = Literal["rms", "layer"]
+Norm = NormalizationLike
 
 
 def normalize(y, norm: Norm = "rms"):
-    r"""Token-wise normalization onto the unit sphere: ``"rms"`` :math:`y/|y|`;
-    ``"layer"`` (LayerNorm at unit scale) :math:`Py/|Py|`, :math:`P = I - \mathbf 1
-    \mathbf 1^\top/d` (centring first: the tokens live on the unit sphere of the
-    hyperplane orthogonal to :math:`(1, \dots, 1)`)."""
-    return retract(y - jnp.mean(y, axis=-1, keepdims=True) if norm == "layer" else y)
+    r"""Token-wise normalization onto the unit sphere of ``norm``'s manifold
+    (:meth:`spheresde.transformer.AbstractNormalization.normalize`): ``"rms"``
+    :math:`y/|y|`; ``"layer"`` (LayerNorm at unit scale) :math:`Py/|Py|`,
+    :math:`P = I - \mathbf 1 \mathbf 1^\top/d`."""
+    return normalization(norm).normalize(y)
 
 
 def layer(x, z, beta_eff, Q, K, drift_step, noise_step, noise: Noise, radius,
@@ -163,10 +163,11 @@ def simulate_network(
         trick of :doc:`/theory/limit_sde`); ``"full"`` draws all of :math:`V`
         (``d x d``). Default: ``"span"`` when ``n < d``.
     norm
-        ``"rms"`` (the paper's: :math:`Y/|Y|`) or ``"layer"`` (LayerNorm: centre, then
+        ``"rms"`` (the paper's: :math:`Y/|Y|`), ``"layer"`` (LayerNorm: centre, then
         normalize; the start ``tokens0`` is centred and normalized first, and the tokens
         stay on the sphere of dimension :math:`d-2` orthogonal to :math:`(1,\dots,1)`;
-        :doc:`/theory/beyond`).
+        :doc:`/theory/beyond`), or any registered
+        :class:`~spheresde.transformer.AbstractNormalization` (its name or itself).
 
     Returns
     -------
@@ -177,10 +178,8 @@ def simulate_network(
     n, d = tokens0.shape[-2:]
     noise = ("span" if n < d else "full") if noise is None else noise
     noise_shape(noise, d, n)
-    if norm not in ("rms", "layer"):
-        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
-    if norm == "layer":
-        tokens0 = {"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius] * normalize(tokens0, norm)
+    norm = normalization(norm)
+    tokens0 = norm.start(tokens0, {"unit": 1.0, "sqrt_d": float(np.sqrt(d))}[radius])
     steps = network_depth(horizon, layers)
     if save_every is not None and steps % save_every:
         raise ValueError(f"save_every={save_every} must divide the number of layers {steps}")

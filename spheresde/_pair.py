@@ -49,28 +49,29 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ._normalization import NormalizationLike, normalization
 from ._small import inner
 from ._typing import Array, Float
 
 
 def pair_layer(s: Float[Array, "*batch d"], m: Float[Array, "*batch d"],
                xi_s: Float[Array, "*batch d"], xi_m: Float[Array, "*batch d"], beta,
-               drift_step, noise_step, norm: str = "rms",
+               drift_step, noise_step, norm: NormalizationLike = "rms",
                ) -> tuple[Float[Array, "*batch d"], Float[Array, "*batch d"]]:
     r"""One layer of the two-token network in sum/difference coordinates.
 
     ``s``, ``m``: :math:`X_1 \pm X_2`; ``xi_s``, ``xi_m``: the layer's matrix applied to
     them, :math:`\Xi s` and :math:`\Xi m`. Returns :math:`(s', m')` after the residual
     update and the normalization (module docstring); identity :math:`Q = K`, unit radius.
-    ``norm="layer"``: LayerNorm (centre :math:`S` and :math:`M` before normalizing).
+    ``norm="layer"``: LayerNorm (centre :math:`S` and :math:`M` before normalizing: the
+    normalization's projection :math:`P`, linear, applied to both).
     """
     gap_minus = inner(m, m) / 2  # 1 - rho, accurate near rho = 1 (a length-1 axis)
     kappa = jnp.tanh(beta * gap_minus / 2)
     S = (1 + drift_step) * s + noise_step * xi_s
     M = (1 + drift_step * kappa) * m + (noise_step * kappa) * xi_m
-    if norm == "layer":
-        S = S - jnp.mean(S, axis=-1, keepdims=True)
-        M = M - jnp.mean(M, axis=-1, keepdims=True)
+    norm = normalization(norm)
+    S, M = norm.project(S), norm.project(M)
     y2 = (S - M) / 2
     r1 = jnp.sqrt(inner(S + M, S + M)) / 2
     r2 = jnp.sqrt(inner(y2, y2))

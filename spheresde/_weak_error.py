@@ -1,7 +1,7 @@
 r"""Theorem 1 of the paper, numerically: the weak error of the network against its SDE limit.
 
-The network of :func:`~spheresde.simulate_network` and the Ito SDE of
-:func:`~spheresde.transformer_sde` are driven by one Brownian matrix path per sample,
+The network of :func:`~spheresde.transformer.simulate_network` and the Ito SDE of
+:func:`~spheresde.transformer.transformer_sde` are driven by one Brownian matrix path per sample,
 so that the weak error (a small bias) is measured on strongly coupled differences.
 """
 

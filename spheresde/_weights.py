@@ -3,9 +3,9 @@ r"""Weight models of the deep stochastic Transformer: how the value matrices are
 Every model is :math:`V_k = \mu L^{-1/2} I + \varepsilon G_k` in law, with ``G_k``
 iid standard normal entries and ONE matrix per layer shared by all tokens (the
 conventions of :doc:`/theory/discrete_model`). A model gives its per-layer steps
-(:meth:`~AbstractWeights.layer_steps`, for :func:`~spheresde.simulate_network`) and
+(:meth:`~AbstractWeights.layer_steps`, for :func:`~spheresde.transformer.simulate_network`) and
 the :math:`(\mu, \varepsilon)` of its SDE limit (:meth:`~AbstractWeights.limit`, for
-:func:`~spheresde.transformer_sde`).
+:func:`~spheresde.transformer.transformer_sde`).
 
 Following Equinox's abstract-or-final rule, :class:`AbstractWeights` only declares
 the two methods and each final class implements both: no concrete method is
@@ -80,9 +80,9 @@ class ConstantWeights(AbstractWeights):
     Taken literally (:doc:`/theory/discrete_model`), a layer is
     :math:`Y_i = X_i + L^{-1/2} A_i`: a step :math:`1/\sqrt L` of the ODE
     :math:`\dot X_i = P_i A_i`. So its limit lives on the time :math:`s = k/\sqrt L`
-    (not :math:`t = k/L`): :func:`~spheresde.transformer_sde` returns that ODE
+    (not :math:`t = k/L`): :func:`~spheresde.transformer.transformer_sde` returns that ODE
     (:math:`\mu = 1`, :math:`\varepsilon = 0`), and ``horizon`` ``T`` in
-    :func:`~spheresde.simulate_network` means ODE time :math:`T\sqrt L`.
+    :func:`~spheresde.transformer.simulate_network` means ODE time :math:`T\sqrt L`.
     """
 
     def layer_steps(self, layers: int) -> tuple[float, float]:

@@ -15,14 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spheresde import (
-    outcome_fractions,
-    sample_uniform,
-    simulate_network,
-    solve_batch,
-    transformer_sde,
-    two_token,
-)
+from spheresde import sample_uniform, solve_batch, two_token
+from spheresde.transformer import outcome_fractions, simulate_network, transformer_sde
 
 LAYERS = 100  # network: L = 100; SDEs: dt = 1/L, as in the paper's Figure 3
 HORIZON = 30.0

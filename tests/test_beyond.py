@@ -13,13 +13,12 @@ from proofs_check.symbols import beta, d, eps, mu, rho
 from spheresde._beyond import PairLayer, one_layer_moments, simulate_pair
 from spheresde.experiments import BadParameters
 from spheresde.experiments._phase import PhaseSpec
-from spheresde.experiments._simulate import two_token_dimension
 
 
 @pytest.mark.slow
 def test_layernorm_network_stays_on_the_hyperplane_sphere(getkey):
     x0 = spheresde.sample_uniform(getkey(), (3,), 5)
-    out = spheresde.simulate_network(getkey(), x0, 1.0, layers=10, horizon=1.0,
+    out = spheresde.transformer.simulate_network(getkey(), x0, 1.0, layers=10, horizon=1.0,
                                      trajectories=4, norm="layer").tokens
     assert jnp.max(jnp.abs(jnp.linalg.norm(out, axis=-1) - 1)) < 1e-12
     assert jnp.max(jnp.abs(out.sum(axis=-1))) < 1e-12
@@ -28,10 +27,10 @@ def test_layernorm_network_stays_on_the_hyperplane_sphere(getkey):
 def test_layernorm_inputs_are_checked():
     # the run-time type check (tests) or the function's own check (users) refuses it
     with pytest.raises((ValueError, jaxtyping.TypeCheckError), match="norm"):
-        spheresde.simulate_network(jax.random.key(0), jnp.eye(2, 3), 1.0, layers=2,
+        spheresde.transformer.simulate_network(jax.random.key(0), jnp.eye(2, 3), 1.0, layers=2,
                                    horizon=1.0, trajectories=1, norm="batch")
-    with pytest.raises(ValueError, match="norm must be 'rms' or 'layer'"):
-        two_token_dimension(5, "batch")
+    with pytest.raises(ValueError, match="norm must be one of 'rms', 'layer'"):
+        spheresde.transformer.normalization("batch")
     with pytest.raises(BadParameters, match="`norm='layer'` needs"):
         PhaseSpec(norm="layer", method="particles")
     assert PhaseSpec(norm="layer", method="discrete").norm == "layer"
@@ -39,8 +38,8 @@ def test_layernorm_inputs_are_checked():
 
 @pytest.mark.slow
 def test_layernorm_law_is_the_rms_law_one_dimension_down():
-    assert two_token_dimension(5, "layer") == 4
-    assert two_token_dimension(5) == 5
+    assert spheresde.transformer.LayerNorm().two_token_dimension(5) == 4
+    assert spheresde.transformer.RMSNorm().two_token_dimension(5) == 5
 
 
 @pytest.mark.parametrize("norm", ["rms", "layer"])

@@ -336,7 +336,7 @@ def write_cifar(folder, labels_of_test=None):
 
 
 def test_labels_out_of_range_are_refused(tmp_path):
-    from spheresde import DatasetError, load_cifar10
+    from spheresde.data import DatasetError, load_cifar10
 
     write_cifar(tmp_path / "good")
     assert load_cifar10(tmp_path / "good").classes == 10

@@ -11,17 +11,22 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import spheresde
-from spheresde import Hybrid, simulate_network, two_token
+from spheresde import two_token
+from spheresde.transformer import (
+    Hybrid,
+    formation_lyapunov_minus,
+    formation_threshold,
+    simulate_network,
+)
 
 
 def test_bad_sizes_are_refused_before_any_derivation():
     with pytest.raises(ValueError, match="1 <= cluster <= tokens - 1"):
-        spheresde.formation_threshold(1.0, 3, tokens=4, cluster=4)
+        formation_threshold(1.0, 3, tokens=4, cluster=4)
     with pytest.raises(ValueError, match="tokens >= 2"):
-        spheresde.formation_threshold(1.0, 3, tokens=1, cluster=1)
+        formation_threshold(1.0, 3, tokens=1, cluster=1)
     with pytest.raises(TypeError, match="integers"):
-        spheresde.formation_threshold(1.0, 3, tokens=4.0, cluster=2)
+        formation_threshold(1.0, 3, tokens=4.0, cluster=2)
 
 
 @pytest.mark.slow
@@ -70,10 +75,10 @@ def test_threshold_equals_the_two_token_threshold_for_balanced_formations():
     for d in (3, 4, 8):
         expected = two_token.hybrid_threshold(betas, d)
         for n, k in ((2, 1), (4, 2), (16, 8)):
-            got = spheresde.formation_threshold(betas, d, tokens=n, cluster=k)
+            got = formation_threshold(betas, d, tokens=n, cluster=k)
             np.testing.assert_allclose(got, expected, rtol=1e-12)
     # one token against many needs a larger eps than a balanced pair (beta = 3, d = 3)
-    lone = spheresde.formation_threshold(3.0, 3, tokens=16, cluster=1)
+    lone = formation_threshold(3.0, 3, tokens=16, cluster=1)
     assert lone > 2 * two_token.hybrid_threshold(3.0, 3)
 
 
@@ -108,8 +113,8 @@ def test_threshold_matches_a_monte_carlo_lyapunov_exponent(eps_factor):
     # (bias O(1/L)), 2000 trajectories; the error bar is 4 standard errors plus 0.02 for
     # the discretization and the O(u) terms.
     n, k, d, beta, u0, horizon = 8, 1, 3, 4.0, 1e-2, 5.0
-    eps = eps_factor * float(spheresde.formation_threshold(beta, d, tokens=n, cluster=k))
-    exact = float(spheresde.formation_lyapunov_minus(beta, d, tokens=n, cluster=k, eps=eps))
+    eps = eps_factor * float(formation_threshold(beta, d, tokens=n, cluster=k))
+    exact = float(formation_lyapunov_minus(beta, d, tokens=n, cluster=k, eps=eps))
     out = simulate_network(jax.random.key(7), _formation(n, k, d, u0), beta,
                            Hybrid(mu=1.0, eps=eps), layers=100, horizon=horizon,
                            trajectories=2000).tokens

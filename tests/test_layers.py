@@ -8,6 +8,8 @@ no import of the package and sees every edge whether or not it runs.
 
 import ast
 import functools
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,3 +158,41 @@ def test_no_import_circle():
     graph = import_graph()
     found = circles(graph)
     assert not found, [describe(graph, c) for c in found]
+
+
+def test_import_spheresde_does_not_import_sympy():
+    # the general SDE tool loads without the symbolic side (a fresh interpreter)
+    code = ("import sys, spheresde; "
+            "assert 'sympy' not in sys.modules, 'sympy'; "
+            "assert 'proofs_check' not in sys.modules, 'proofs_check'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_package_never_imports_a_moved_name_from_the_top_level():
+    # the old top-level names warn; the package itself imports from their new places
+    moved = set(_moved_names())
+    offenders = []
+    for name, path in module_paths().items():
+        if not name.startswith("spheresde"):
+            continue
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[: len(package) - node.level + 1], base]).strip(".")
+            if base == "spheresde":
+                offenders += [f"{name} (line {node.lineno}): {a.name}" for a in node.names
+                              if a.name in moved]
+    assert not offenders, offenders
+
+
+def _moved_names() -> list[str]:
+    """The names of ``spheresde._MOVED``, read from the source (no import)."""
+    tree = ast.parse((ROOT / "spheresde" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_MOVED"
+                                                for t in node.targets):
+            return [n for names in ast.literal_eval(node.value).values() for n in names]
+    raise AssertionError("spheresde/__init__.py has no _MOVED")

@@ -22,7 +22,7 @@ from helpers import (
 )
 
 import spheresde
-from spheresde import PureNoise, transformer_sde
+from spheresde.transformer import PureNoise, transformer_sde
 
 
 def _weak_order(solver):

@@ -5,7 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spheresde import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes, outcome_fractions
+from spheresde.transformer import (
+    ANTIPODAL,
+    SINGLE,
+    UNDECIDED,
+    classify,
+    cluster_sizes,
+    outcome_fractions,
+)
 
 
 def _tilted(angle):

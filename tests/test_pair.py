@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spheresde import PureNoise, sample_uniform
+from spheresde import sample_uniform
 from spheresde._absorption import _advance_pair, absorbing_network
 from spheresde._network import layer, network_depth, simulate_network
 from spheresde._outcomes import ANTIPODAL
 from spheresde._pair import pair_layer
+from spheresde.transformer import PureNoise
 
 TOL = 1e-2
 

@@ -31,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spheresde import PureNoise, simulate_network
 from spheresde._absorption import absorbing_network, absorbing_rho
 from spheresde._network import network_depth
 from spheresde._outcomes import ANTIPODAL
 from spheresde.experiments._simulate import _final_tokens, simulate_counts
+from spheresde.transformer import PureNoise, simulate_network
 
 pytestmark = pytest.mark.slow
 
@@ -152,7 +152,8 @@ def test_more_tokens_reach_deep_antipodal_levels_in_float32(kind):
     # Gram matrix held the network at a median of 1e-7. The particle SDE, now solved in
     # float32 throughout (solve used to turn a float32 y0 into float64 under x64), ends
     # at a median of 1.4e-12 and a 10th percentile of 4e-14.
-    from spheresde import sample_uniform, solve_batch, transformer_sde
+    from spheresde import sample_uniform, solve_batch
+    from spheresde.transformer import transformer_sde
 
     n, d, runs, beta = 3, 5, 1000, 10.0
     x = np.array(sample_uniform(jax.random.PRNGKey(5), (runs, n), d, jnp.float64))

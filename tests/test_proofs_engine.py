@@ -1,5 +1,7 @@
 """The diffusion-limit engine: the paper's layer exactly, other layers, code generation."""
 
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,10 @@ import sympy as sp
 
 import spheresde
 from proofs_check.engine import (
+    AbstractNoiseSource,
     GaussianMatrix,
+    NoiseTerm,
+    RandomVector,
     ReLUMLP,
     canonical,
     diffusion_limit,
@@ -21,7 +26,7 @@ from proofs_check.engine import (
 from proofs_check.layers import gamma, mlp_layer, paper_layer
 from proofs_check.limit import derive_limit_span, generic_span
 from proofs_check.symbols import beta, d, eps, mu, rho, s
-from spheresde import to_sphere_sde
+from spheresde.transformer import Hybrid, PureNoise, to_sphere_sde, transformer_sde
 
 
 @pytest.mark.parametrize("n", [1, 2])
@@ -108,7 +113,7 @@ def test_lyapunov_refuses_a_non_equilibrium():
 def _numeric_covariance(lim, values, dim, y):
     """The derived Sigma_ij (n d x n d) at y, from the span coefficients."""
     n = len(lim.tokens)
-    basis = np.asarray(y) if lim.normalization != "layer" else np.vstack(
+    basis = np.asarray(y) if lim.normalization.name != "layer" else np.vstack(
         [y, np.full((1, dim), 1 / np.sqrt(dim))])
     syms = sorted({e for e in lim.span.gram if isinstance(e, sp.Symbol)}, key=sp.default_sort_key)
     g = np.asarray(y) @ np.asarray(y).T
@@ -126,8 +131,8 @@ def _numeric_covariance(lim, values, dim, y):
 def test_generated_sde_equals_transformer_sde(getkey, n, dim, hybrid):
     values = {beta: 1.3, eps: 0.7, mu: 0.4 if hybrid else 0.0}
     sde = to_sphere_sde(diffusion_limit(paper_layer(), n), values, dim)
-    weights = spheresde.Hybrid(mu=0.4, eps=0.7) if hybrid else spheresde.PureNoise(0.7)
-    ref = spheresde.transformer_sde(1.3, weights, d=dim)
+    weights = Hybrid(mu=0.4, eps=0.7) if hybrid else PureNoise(0.7)
+    ref = transformer_sde(1.3, weights, d=dim)
     for _ in range(3):
         y = spheresde.sample_uniform(getkey(), (n,), dim)
         dw = jax.random.normal(getkey(), (dim, dim))
@@ -185,3 +190,45 @@ def test_codegen_needs_a_normalization():
     V = GaussianMatrix("V", std=eps)
     with pytest.raises(ValueError, match="no sphere"):
         to_sphere_sde(diffusion_limit(lambda x: [s * (V @ x[0])], 1, "none"), {eps: 1.0}, 3)
+
+
+@dataclass(frozen=True, eq=False)
+class WhiteNoise(AbstractNoiseSource):
+    """A new source, one class: an independent N(0, |v|^2 I) vector for every token's
+    ``v``, the law of a Gaussian matrix drawn per token."""
+
+    def __call__(self, vector):
+        return RandomVector((), ((sp.Integer(1), NoiseTerm(self, None, vector)),))
+
+    def kernel(self, a, b):
+        return a.vector.dot(b.vector) if a is b else sp.Integer(0)
+
+
+def _white_and_per_token_limits(n):
+    white, V = WhiteNoise(), GaussianMatrix("V", shared=False)
+    return (diffusion_limit(lambda x: [s * eps * white(a) for a in softmax(x, beta)], n),
+            diffusion_limit(lambda x: [s * eps * (V[i] @ a)
+                                       for i, a in enumerate(softmax(x, beta))], n))
+
+
+def test_a_new_noise_source_is_one_class():
+    white, per_token = _white_and_per_token_limits(2)
+    assert all((white.drift[i] - per_token.drift[i]).is_zero() for i in range(2))
+    assert all((white.covariance[k] - per_token.covariance[k]).is_zero()
+               for k in per_token.covariance)
+
+
+@pytest.mark.slow
+def test_the_generated_sde_draws_a_new_source_through_its_kernel(getkey):
+    white, per_token = (to_sphere_sde(lim, {beta: 0.8, eps: 0.9}, 3)
+                        for lim in _white_and_per_token_limits(1))
+    y = spheresde.sample_uniform(getkey(), (1,), 3)
+
+    def covariance(sde):
+        jac = jax.jacfwd(lambda w: sde.diffusion(0.0, y, None, w).ravel())(
+            jnp.zeros(sde.noise_shape))
+        return jac @ jac.T
+
+    np.testing.assert_allclose(covariance(white), covariance(per_token), atol=1e-12)
+    np.testing.assert_allclose(white.drift(0.0, y, None), per_token.drift(0.0, y, None),
+                               atol=1e-12)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spheresde import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes
+from spheresde.transformer import ANTIPODAL, SINGLE, UNDECIDED, classify, cluster_sizes
 
 TOL = 1e-2
 # Per-token angle to the common axis: pairwise angles below 2 * 0.04, so

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spheresde
-from spheresde import PureNoise, transformer_sde
+from spheresde.transformer import PureNoise, transformer_sde
 
 
 @eqx.filter_jit

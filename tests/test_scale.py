@@ -12,9 +12,10 @@ import jax
 import numpy as np
 import pytest
 
-from spheresde import PureNoise, two_token
+from spheresde import two_token
 from spheresde._absorption import absorbing_network, absorbing_rho, absorption_levels
 from spheresde._outcomes import ANTIPODAL, SINGLE
+from spheresde.transformer import PureNoise
 
 TOL = 1e-2
 

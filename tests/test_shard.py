@@ -21,7 +21,7 @@ TWO_DEVICES = textwrap.dedent("""
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp, jax.random as jr, numpy as np
     import spheresde
-    sde = spheresde.transformer_sde(2.0, d=4)
+    sde = spheresde.transformer.transformer_sde(2.0, d=4)
     y0 = spheresde.sample_uniform(jr.key(0), (64, 2), 4)
     for brownian in ("unsafe", "weak"):
         run = lambda shard: spheresde.solve_batch(sde, y0, 0.0, 0.5, 0.01, key=jr.key(1),
@@ -54,7 +54,7 @@ def test_paths_split_over_two_devices_give_the_same_answer():
 
 def test_shard_true_on_one_device_is_refused():
     y0 = spheresde.sample_uniform(jr.key(0), (8, 2), 4)
-    sde = spheresde.transformer_sde(2.0, d=4)
+    sde = spheresde.transformer.transformer_sde(2.0, d=4)
     with pytest.raises(ValueError, match="needs several devices"):
         spheresde.solve_batch(sde, y0, 0.0, 0.1, 0.01, key=jr.key(1), shard=True)
     with pytest.raises(ValueError, match="stacked form"):

@@ -126,7 +126,7 @@ def test_declared_shared_noise_and_own_noise_run_without_a_word():
     assert shared.to_stratonovich().to_ito().shared_noise
     # the Transformer's tokens under one matrix Brownian motion: declared by transformer_sde
     # (tests/test_transformer.py solves it, where any warning would be an error)
-    assert spheresde.transformer_sde(1.0, d=3).shared_noise
+    assert spheresde.transformer.transformer_sde(1.0, d=3).shared_noise
 
 
 def test_shared_noise_flag_must_be_a_bool():

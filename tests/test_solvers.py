@@ -11,8 +11,8 @@ import scipy.stats
 from helpers import brownian_motion_sde, random_tangent_sde
 
 import spheresde
-from spheresde import PureNoise, transformer_sde
 from spheresde._solve import _forward_mode_ready, stack_sde
+from spheresde.transformer import PureNoise, transformer_sde
 
 
 def _one_step(sde, solver, y0, dw, dt):

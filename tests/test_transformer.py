@@ -7,20 +7,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spheresde import (
+import spheresde
+from spheresde import GeodesicHeun, sample_uniform, solve, solve_batch
+from spheresde._network import layer, network_depth
+from spheresde._noise import span_factor
+from spheresde.transformer import (
     ConstantWeights,
-    GeodesicHeun,
     Hybrid,
     PureNoise,
     attention,
-    sample_uniform,
     simulate_network,
-    solve,
-    solve_batch,
     transformer_sde,
 )
-from spheresde._network import layer, network_depth
-from spheresde._noise import span_factor
 
 
 def _tokens(key, n, d):
@@ -216,7 +214,7 @@ def test_theorem_1_weak_error_decreases_like_one_over_layers():
     # 8000 coupled paths (network and fine SDE driven by one Brownian path each), d = 2,
     # beta = 1, T = 1, reference step 1/640. Standard errors at L = 10 are ~0.003, the
     # error of E rho^2 there ~0.04; weak order 1 is asserted within +-0.3.
-    from spheresde import weak_error_vs_layers
+    from spheresde.transformer import weak_error_vs_layers
 
     out = weak_error_vs_layers(jax.random.key(11), paths=8000, reference_factor=4)
     err, se = out.errors[:, 1], out.standard_errors[:, 1]
@@ -228,7 +226,7 @@ def test_theorem_1_weak_error_decreases_like_one_over_layers():
 
 def test_abstract_weights_cannot_be_created():
     # Abstract-or-final: AbstractWeights only declares layer_steps and limit.
-    from spheresde import AbstractWeights
+    from spheresde.transformer import AbstractWeights
 
     with pytest.raises(TypeError):
         AbstractWeights()
@@ -243,3 +241,13 @@ def test_weight_models_steps():
     assert Hybrid(2.0, 0.3).limit() == (2.0, 0.3)
     assert ConstantWeights().layer_steps(L) == (1 / 5, 0.0)
     assert ConstantWeights().limit() == (1.0, 0.0)
+
+
+def test_moved_names_warn_and_are_the_new_ones():
+    with pytest.warns(DeprecationWarning, match=r"spheresde\.transformer\.simulate_network"):
+        old = spheresde.simulate_network
+    assert old is simulate_network
+    with pytest.warns(DeprecationWarning, match=r"spheresde\.data\.read_idx"):
+        assert spheresde.read_idx is spheresde.data.read_idx
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        spheresde.no_such_name  # noqa: B018

@@ -50,7 +50,7 @@ def test_same_interval_same_draw_and_bad_use():
 
 
 def test_solve_batch_weak_is_reproducible_and_on_the_sphere(getkey):
-    sde = spheresde.transformer_sde(2.0, d=4)
+    sde = spheresde.transformer.transformer_sde(2.0, d=4)
     y0 = spheresde.sample_uniform(getkey(), (64, 2), 4)
     key = getkey()
     ys = [spheresde.solve_batch(sde, y0, 0.0, 1.0, 0.01, key=key, brownian="weak").ys[:, -1]

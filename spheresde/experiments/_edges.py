@@ -16,9 +16,10 @@ that the bootstrap does not see.
 and the fit table (one :class:`FitRow` per ``(n, d)``): the mean and largest log-distance
 :math:`|\log(\varepsilon^*/\varepsilon_{\rm ref})|` to the paper's curve
 :math:`\sqrt{2e^{-\beta}}`, to the two-token linear threshold and to the linear thresholds
-of the balanced and of the most unbalanced formation (:func:`spheresde.formation_threshold`),
-and the slope of :math:`\log\varepsilon^*` against :math:`\beta` with its bootstrap interval
-(the paper's curve has slope :math:`-1/2`, the two-token linearization about :math:`-1`).
+of the balanced and of the most unbalanced formation
+(:func:`spheresde.transformer.formation_threshold`), and the slope of
+:math:`\log\varepsilon^*` against :math:`\beta` with its bootstrap interval (the paper's
+curve has slope :math:`-1/2`, the two-token linearization about :math:`-1`).
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ def linear_thresholds(betas, d: int, mu: float, tokens) -> dict[str, np.ndarray]
     ``inf`` where the inter-cluster mode repels for every eps."""
     import warnings
 
-    from .. import formation_threshold, two_token
+    from .. import two_token
+    from .._formation import formation_threshold
 
     betas = np.asarray(betas, float)
     curves = {"paper": np.asarray(two_token.paper_hybrid_threshold(betas), float)}

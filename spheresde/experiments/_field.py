@@ -86,7 +86,8 @@ def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
     import jax
     import jax.numpy as jnp
 
-    from .. import attention, project_tangent
+    from .. import project_tangent
+    from .._attention import attention
 
     others = jnp.asarray(others, dtype=float)
 
@@ -174,7 +175,7 @@ def field_section(results: Mapping[str, Any]) -> Section:
         "",
         f"**Ours.** Largest normal component |<x, A^U(x)>| = {field.max_normal_before:.3f} "
         f"before and {field.max_normal_after:.1e} after the projection "
-        "(`spheresde.attention`, `spheresde.project_tangent`).",
+        "(`spheresde.transformer.attention`, `spheresde.project_tangent`).",
         "",
         "![Figure 1](field.png)",
         "",

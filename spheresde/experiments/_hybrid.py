@@ -323,7 +323,7 @@ def hybrid_section(results: Mapping[str, Any]) -> Section:
                 "",
                 f"The last column is the linear threshold of the most unbalanced antipodal "
                 f"formation of {spec.tokens} tokens (one token against the other "
-                f"{spec.tokens - 1}, `spheresde.formation_threshold`, derived in "
+                f"{spec.tokens - 1}, `spheresde.transformer.formation_threshold`, derived in "
                 "`proofs_check.formation`): above it such a formation, once formed, attracts. "
                 "It is a stability threshold, not the edge where antipodal outcomes become "
                 "the more probable ones, which only simulation gives (docs: the hybrid "

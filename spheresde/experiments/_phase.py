@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._normalization import normalization
 from .._outcomes import DEFAULT_TOL
 from .._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
@@ -55,9 +56,9 @@ def _finite_horizon_betas(spec: PhaseSpec) -> str | None:
 
 
 def _layer_norm_methods(spec) -> str | None:
-    if spec.norm == "layer" and spec.method == "particles":
-        return ("`norm='layer'` needs `method` exact, reduced or discrete (the particle SDE "
-                "is the RMS one)")
+    if not normalization(spec.norm).paper and spec.method == "particles":
+        return (f"`norm={spec.norm!r}` needs `method` exact, reduced or discrete (the "
+                "particle SDE is the RMS one)")
     return None
 
 
@@ -136,10 +137,11 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         laws at t -> inf, at the run's T and tol, and the chain's own at its L."""
         from .. import two_token
         from .._outcomes import fractions_from_counts
-        from ._simulate import add_counts, exact_two_tokens, two_token_dimension
+        from ._simulate import add_counts, exact_two_tokens
 
         d, beta = point["d"], point["beta"]
-        law_d = two_token_dimension(d, self.norm)  # the two-token law of this normalization
+        norm = normalization(self.norm)
+        law_d = norm.two_token_dimension(d)  # the two-token law of this normalization
         exact = exact_two_tokens(beta, law_d, sigma=self.sigma)
         network = math.nan
         if self.method == "exact":
@@ -148,7 +150,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
             finite = two_token.outcome_probabilities(beta, law_d, horizon=self.reached(),
                                                      tol=self.tol, sigma=self.sigma)
-            if self.method in CHAIN and self.norm == "rms":  # L_1 is derived for RMS chains
+            if self.method in CHAIN and norm.paper:  # L_1 is derived for RMS chains
                 with warnings.catch_warnings(record=True) as caught:
                     # a sweep logs where P + C/L is not accurate instead of stopping
                     warnings.simplefilter("always", two_token.FirstOrderWarning)
@@ -176,11 +178,11 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
         from .. import two_token
         from ._plotting import colors, save, subplots
-        from ._simulate import two_token_dimension
 
         dims = sorted({r.d for r in rows})
         betas = sorted({r.beta for r in rows})
         method, sigma = self.method, self.sigma
+        norm = normalization(self.norm)
         fine = np.linspace(min([*betas, 0.0]), max(betas), 120)
         # the finite-horizon law costs milliseconds a point, the t -> inf one microseconds
         coarse = np.linspace(fine[0], fine[-1], 40)
@@ -188,7 +190,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         fig, ax = subplots(figsize=(7.5, 4.8))
         top = 0.0
         for d, color in zip(dims, palette, strict=True):
-            law_d = two_token_dimension(d, self.norm)
+            law_d = norm.two_token_dimension(d)
             curve = two_token.antipodal_probability(fine, law_d, sigma=sigma)
             if method == "exact":
                 ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
@@ -208,7 +210,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
                 err = 2 * np.array([r.stderr for r in mine])
                 und = np.array([r.p_undecided for r in mine])
                 ax.errorbar(x, y, yerr=err, fmt="o", ms=4, color=color, capsize=2)
-                if method in CHAIN and self.norm == "rms":  # the chain's own law at its L
+                if method in CHAIN and norm.paper:  # the chain's own law at its L
                     ax.plot(x, [r.p_network for r in mine], color=color, lw=1, ls="-.")
                 # the undecided mass could still go either way: show it as an upward band
                 ax.vlines(x, y, y + und, color=color, lw=4, alpha=0.25)
@@ -221,9 +223,11 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             f"T={self.horizon:g}\n(points +-2 s.e., shaded: undecided; solid: limit SDE at "
             f"T={self.horizon:g}, tol={self.tol:g}; "
             + (f"dash-dot: the simulated chain's own law at L={self.layers}; " if method in CHAIN
-               and self.norm == "rms" else "") + "dotted: t -> inf)")
-        threshold = (r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$" if self.norm == "rms" else
-                     r"LayerNorm: $\beta_c(d-1)=\frac{1}{2}\cosh^{-1}(d-3)$")
+               and norm.paper else "") + "dotted: t -> inf)")
+        shift = dims[0] - norm.two_token_dimension(dims[0])  # the law's dimension is d - shift
+        threshold = (r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$" if norm.paper else
+                     rf"{type(norm).__name__}: $\beta_c(d-{shift})=\frac{{1}}{{2}}"
+                     rf"\cosh^{{-1}}(d-{shift + 2})$")
         ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: {threshold}", fontsize=9)
         ax.legend(fontsize=8, ncol=2)
         return save(fig, path)
@@ -304,7 +308,7 @@ def phase_section(results: Mapping[str, Any]) -> Section:
             + (f"the simulated chain's own law at L = {spec.layers} (`p_network`: the law "
                f"of the limit SDE at the same T = {spec.horizon:g} and tol = "
                f"{spec.tol:g}, solid lines, and the chain's own law at L, dash-dot)"
-               if method in CHAIN and spec.norm == "rms" else
+               if method in CHAIN and normalization(spec.norm).paper else
                f"the law of the limit SDE at the same T = {spec.horizon:g} and tol = "
                f"{spec.tol:g} (solid lines)")
             + " (`spheresde.two_token.outcome_probabilities`, the Kolmogorov equation) "

@@ -72,7 +72,7 @@ def _diagram_section() -> Section:
         "",
         "Figure 5 draws one layer (attention, the 1/sqrt(L) scaling, the normalization, the "
         "residual connection). It is a diagram, not a result: there is nothing to compute. "
-        f"The layer it draws is `spheresde.simulate_network` (see {DOCS_PAGE}).",
+        f"The layer it draws is `spheresde.transformer.simulate_network` (see {DOCS_PAGE}).",
         "",
     ])
     return text, [("Figure 5 (diagram)", "nothing to reproduce")]

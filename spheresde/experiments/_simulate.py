@@ -41,23 +41,6 @@ from .._weights import AbstractWeights, ConstantWeights
 
 
 @functools.cache
-def two_token_dimension(d: int, norm: str = "rms") -> int:
-    """The ``d`` of the paper's (RMS) two-token law that describes ``norm`` at ``d``:
-    ``d`` itself, or LayerNorm's ``d - 1`` as derived by
-    :func:`proofs_check.layers.layernorm_rms_dimension` (lambdified, not retyped)."""
-    if norm == "rms":
-        return d
-    if norm != "layer":
-        raise ValueError(f"norm must be 'rms' or 'layer', got {norm!r}")
-    import sympy as sp
-
-    from proofs_check.layers import layernorm_rms_dimension
-    from proofs_check.symbols import d as d_symbol
-
-    return int(sp.lambdify(d_symbol, layernorm_rms_dimension())(d))
-
-
-@functools.cache
 def _compiled(method: str, norm: str = "rms"):
     """``(key, tokens0, beta, weights, layers, steps) -> final tokens``, jitted once.
 
@@ -71,7 +54,9 @@ def _compiled(method: str, norm: str = "rms"):
     """
     import jax
 
-    from .. import simulate_network, solve_batch, transformer_sde
+    from .. import solve_batch
+    from .._limit import transformer_sde
+    from .._network import simulate_network
 
     def run(key, tokens0, beta, weights, layers, steps):
         trajectories, n, d = tokens0.shape
@@ -136,32 +121,36 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
     other case (more tokens: the conservative criterion, never absorb; the particle
-    SDE; :class:`~spheresde.ConstantWeights`, which have no noise) runs the full horizon.
+    SDE; :class:`~spheresde.transformer.ConstantWeights`, which have no noise) runs the
+    full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
     the same network in law), ``reduced`` the derived two-token SDE, which is the RMS one
-    at :func:`two_token_dimension`; ``particles`` is refused.
+    at :meth:`~spheresde.transformer.AbstractNormalization.two_token_dimension`;
+    ``particles`` is refused (as for every normalization but the paper's).
 
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
     from .._absorption import absorbing_network, absorbing_rho
+    from .._normalization import normalization
 
     steps = network_depth(horizon, layers)  # the one count, passed to every method
     constant = isinstance(weights, ConstantWeights)
-    if norm == "layer" and method == "particles":
-        raise ValueError("norm='layer' needs method 'reduced' or 'discrete' (the particle SDE "
-                         "is the RMS one)")
-    if norm == "layer" and method == "reduced":
-        d = two_token_dimension(d, norm)
+    norm = normalization(norm)
+    if not norm.paper and method == "particles":
+        raise ValueError(f"norm={norm.name!r} needs method 'reduced' or 'discrete' (the "
+                         "particle SDE is the RMS one)")
+    if method == "reduced":
+        d = norm.two_token_dimension(d)
     if method == "reduced" and not constant:
         mu, eps = weights.limit()
         codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
                                     trajectories=trajectories, layers=layers, steps=steps,
                                     tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
-    elif method == "discrete" and tokens == 2 and norm == "rms":
+    elif method == "discrete" and tokens == 2 and norm.paper:
         codes, work = absorbing_network(key, beta=beta, d=d, weights=weights,
                                         trajectories=trajectories, layers=layers,
                                         steps=steps, tol=tol, bound=absorb, dtype=dtype)

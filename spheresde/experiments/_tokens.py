@@ -63,7 +63,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     weights: Literal["noise", "constant"] = param(
         "noise", "noise: iid N(0, sigma^2) value matrices; constant: V = Id in every layer, "
         "the deterministic model (horizon in its own time T sqrt(L), see "
-        "spheresde.ConstantWeights)")
+        "spheresde.transformer.ConstantWeights)")
     seed: int = param(0, **SEED)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
@@ -191,7 +191,8 @@ def tokens_section(results: Mapping[str, Any]) -> Section:
         text += [
             "**Contrast: constant weights V = Id** (the deterministic model of earlier theory, "
             "same starts and grid; the horizon is in that model's own time, see "
-            "`spheresde.ConstantWeights`). Earlier theory predicts a single cluster here; "
+            "`spheresde.transformer.ConstantWeights`). Earlier theory predicts a single "
+            "cluster here; "
             "single / antipodal / undecided fractions at the horizon (undecided: still "
             "several clusters, which the deterministic flow leaves only slowly at large beta):",
             "",

@@ -56,7 +56,8 @@ class TrainRow:
     ``token_cosine`` is the mean :math:`\\langle X_i, X_j\\rangle` (``i != j``) of the output
     tokens over the validation images (1: collapsed to one point); ``p_single``,
     ``p_antipodal``, ``p_undecided``: fractions of validation images whose output tokens
-    are one cluster, an antipodal pair of clusters, or neither (:func:`spheresde.classify`).
+    are one cluster, an antipodal pair of clusters, or neither
+    (:func:`spheresde.transformer.classify`).
     """
 
     weights: str
@@ -241,7 +242,7 @@ class _Runs:
         return dataclasses.replace(self, models=models, opt_states=opt_states), losses
 
     def evaluate(self, images, labels, tol: float):
-        """:func:`spheresde.evaluate_classifiers` of the runs on their sets of ``images``."""
+        """:func:`spheresde.data.evaluate_classifiers` of the runs on their sets of ``images``."""
         from .._classifier import evaluate_classifiers
 
         return evaluate_classifiers(self.models, images, labels, self.datasets, tol=tol)
@@ -279,7 +280,7 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
 
 def train_runs(spec: TrainSpec, points: list[dict], *, quiet: bool) -> list[list[TrainRow]]:
     """Training runs of one depth, ``points = [{"weights", "seed", "layers"}, ...]``,
-    trained together as one compiled program (:func:`spheresde.train_epochs`): for each
+    trained together as one compiled program (:func:`spheresde.data.train_epochs`): for each
     point a row per epoch, epoch 0 at initialization.
 
     A run's numbers depend on its own point only, not on the others of the batch, to
@@ -701,7 +702,7 @@ def train_section(results: Mapping[str, Any], notes: Mapping[str, str]) -> Secti
                           if kept_apart and r[1] > 0.9 else "."))
     text = [
         *paper,
-        f"**Ours.** The classifier of `spheresde.TransformerClassifier` (the paper's layer: "
+        f"**Ours.** The classifier of `spheresde.data.TransformerClassifier` (the paper's layer: "
         f"L = {main}, d = {tspec.dim}, beta = {tspec.beta:g} at init, {tspec.patch} x "
         f"{tspec.patch} patches as tokens ({(SIDE[tspec.dataset] // tspec.patch) ** 2} "
         "tokens an image), trainable V, Q, K, linear head on the mean token), "

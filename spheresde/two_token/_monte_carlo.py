@@ -167,7 +167,7 @@ def rho_fractions(rho: Float[ArrayLike, "*grid trajectories"],
     r"""Outcome fractions of final inner products ``rho`` (last axis: trajectories).
 
     Single: :math:`\rho > 1 - \mathrm{tol}`; antipodal: :math:`\rho < -(1 - \mathrm{tol})`;
-    undecided otherwise (:func:`spheresde.classify` for two tokens). Fields are arrays
+    undecided otherwise (:func:`spheresde.transformer.classify` for two tokens). Fields are arrays
     over the leading (grid) axes, with binomial standard errors.
     """
     return fractions_from_codes(classify_rho(rho, tol))

@@ -48,10 +48,11 @@ import warnings
 import jax
 import numpy as np
 
-from spheresde import PureNoise, two_token
+from spheresde import two_token
 from spheresde._absorption import absorbing_network, absorbing_rho
 from spheresde._network import network_depth
 from spheresde._outcomes import binomial_stderr
+from spheresde.transformer import PureNoise
 
 BOUND = 1e-6
 TOL = 1e-2

@@ -25,7 +25,8 @@ import time
 import jax
 import numpy as np
 
-from spheresde import sample_uniform, simulate_network, solve_batch, transformer_sde, two_token
+from spheresde import sample_uniform, solve_batch, two_token
+from spheresde.transformer import simulate_network, transformer_sde
 
 CPU_SECONDS = {}
 

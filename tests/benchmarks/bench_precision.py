@@ -32,11 +32,12 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spheresde._noise as noise_module  # noqa: E402
-from spheresde import PureNoise, sample_uniform, simulate_network  # noqa: E402
+from spheresde import sample_uniform  # noqa: E402
 from spheresde._absorption import absorbing_network, absorbing_rho  # noqa: E402
 from spheresde._network import network_depth  # noqa: E402
 from spheresde._outcomes import ANTIPODAL  # noqa: E402
 from spheresde.experiments import _simulate  # noqa: E402
+from spheresde.transformer import PureNoise, simulate_network  # noqa: E402
 
 NEW_FACTOR = noise_module.span_factor
 

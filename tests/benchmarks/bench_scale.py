@@ -36,8 +36,9 @@ import time
 import jax
 import numpy as np
 
-from spheresde import PureNoise, two_token
+from spheresde import two_token
 from spheresde._absorption import absorbing_network, absorbing_rho, absorption_levels
+from spheresde.transformer import PureNoise
 
 BOUND = 1e-6
 TOL = 1e-2

@@ -51,7 +51,7 @@ def fashion_sized(count: int = 6000):
     """Random images of Fashion-MNIST's size, cut into 7 x 7 patches, and labels."""
     rng = np.random.default_rng(0)
     images = rng.normal(size=(count, 28, 28, 1)).astype(np.float32)
-    return (jax.numpy.asarray(spheresde.patchify(images, 7)),
+    return (jax.numpy.asarray(spheresde.data.patchify(images, 7)),
             jax.numpy.asarray(rng.integers(0, 10, count).astype(np.int32)))
 
 
@@ -60,10 +60,10 @@ def epoch_setup(x, y, layers: int, weights: str = "random", seed: int = 0, lr: f
     to get a new optimizer object, hence a new compilation."""
     batch = 64
     steps = len(y) // batch
-    model = spheresde.TransformerClassifier.create(
+    model = spheresde.data.TransformerClassifier.create(
         jax.random.key(seed), patches=x.shape[1], patch_size=x.shape[2], classes=10, d=32,
         layers=layers, weights=weights)
-    optim = spheresde.classifier_optimizer(lr, 1e-4, 10 * steps)
+    optim = spheresde.data.classifier_optimizer(lr, 1e-4, 10 * steps)
     state = optim.init(eqx.filter(model, eqx.is_inexact_array))
     order = jax.random.permutation(jax.random.key(seed + 1), len(y))[:steps * batch]
     return model, optim, state, order.reshape(steps, batch)
@@ -72,12 +72,12 @@ def epoch_setup(x, y, layers: int, weights: str = "random", seed: int = 0, lr: f
 def throughput(layers: int, x, y, lr: float = 1e-2) -> tuple[float, float]:
     """Images per wall second and per CPU second of one training epoch at depth ``layers``."""
     model, optim, state, order = epoch_setup(x, y, layers, lr=lr)
-    model, state, loss = spheresde.train_epoch(model, state, optim, x, y, order)  # compile
+    model, state, loss = spheresde.data.train_epoch(model, state, optim, x, y, order)  # compile
     jax.block_until_ready(loss)
     walls, cpus = [], []
     for _ in range(3):
         start, cpu = time.perf_counter(), cpu_now()
-        model, state, loss = spheresde.train_epoch(model, state, optim, x, y, order)
+        model, state, loss = spheresde.data.train_epoch(model, state, optim, x, y, order)
         jax.block_until_ready(loss)
         walls.append(time.perf_counter() - start)
         cpus.append(cpu_now() - cpu)
@@ -102,7 +102,7 @@ def compilations_across_runs(x, y, layers: int = 16) -> int:
         for seed in (0, 1):
             for weights in ("constant", "random", "identity"):
                 model, optim, state, order = epoch_setup(x, y, layers, weights, seed, lr=2e-2)
-                _, _, loss = spheresde.train_epoch(model, state, optim, x, y, order)
+                _, _, loss = spheresde.data.train_epoch(model, state, optim, x, y, order)
                 jax.block_until_ready(loss)
     finally:
         jax.config.update("jax_log_compiles", False)
@@ -133,7 +133,7 @@ def runs_per_second(layers: int) -> tuple[float, float, float, float]:
 def logistic_regression(seed: int) -> float:
     from sklearn.linear_model import LogisticRegression
 
-    data = spheresde.load_digits(seed)
+    data = spheresde.data.load_digits(seed)
     fit = LogisticRegression(max_iter=2000).fit(data.train_images.reshape(len(data.train_labels),
                                                                           -1),
                                                 data.train_labels)

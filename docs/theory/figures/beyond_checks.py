@@ -5,7 +5,7 @@ Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|m
 precision of the LayerNorm table (default 40000, float64). Every derived value comes
 from :mod:`proofs_check.layers`
 (lambdified from the engine), every simulated one from
-:mod:`spheresde._beyond` and :func:`spheresde.simulate_network`.
+:mod:`spheresde._beyond` and :func:`spheresde.transformer.simulate_network`.
 """
 
 import sys
@@ -57,9 +57,9 @@ def outcomes(trajectories: int = 40_000, dtype: str = "float64") -> None:
     """LayerNorm network: P(antipodal) at T against the derived law (RMS at d - 1)."""
     import jax.numpy as jnp
 
-    from spheresde import PureNoise
     from spheresde import two_token as tt
     from spheresde.experiments._simulate import simulate_counts
+    from spheresde.transformer import PureNoise
 
     horizon, layers, tol = 20.0, 20, 1e-2
     print(f"LayerNorm network, two uniform tokens, L = {layers}, T = {horizon:g}, "

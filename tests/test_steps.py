@@ -11,7 +11,7 @@ network took 2).
 import jax
 import pytest
 
-from spheresde import PureNoise
+from spheresde.transformer import PureNoise
 from spheresde._network import horizon_steps, network_depth, reached_horizon
 
 # T, L and round(T L) (half to even): half a layer each, one where the float quotient

@@ -124,9 +124,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     cluster) and ``steps`` (trajectory-steps actually simulated).
 
     ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
-    Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
-    other case (more tokens: the conservative criterion, never absorb; the particle
-    SDE; :class:`~spheresde.ConstantWeights`, which have no noise) runs the full horizon.
+    Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
+    under ``discrete`` the one that absorbs near the single cluster
+    (:func:`spheresde._absorption.absorbing_tokens`; antipodal formations are never
+    absorbed); the particle SDE and :class:`~spheresde.ConstantWeights` (no noise) run the
+    full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
@@ -136,7 +138,7 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
-    from .._absorption import absorbing_network, absorbing_rho
+    from .._absorption import absorbing_network, absorbing_rho, absorbing_tokens
 
     steps = network_depth(horizon, layers)
     constant = isinstance(weights, ConstantWeights)
@@ -156,6 +158,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                         trajectories=trajectories, layers=layers,
                                         horizon=horizon, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
+    elif method == "discrete" and norm == "rms" and not constant:
+        codes, minority, work = absorbing_tokens(key, tokens=tokens, beta=beta, d=d,
+                                                 weights=weights, trajectories=trajectories,
+                                                 layers=layers, horizon=horizon, tol=tol,
+                                                 bound=absorb, dtype=dtype)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,

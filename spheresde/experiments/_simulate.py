@@ -13,8 +13,9 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
 (:mod:`spheresde._absorption`) for two tokens under the reduced SDE and the discrete
-network. :func:`~spheresde._outcomes.fractions_from_counts` turns the summed
-``outcomes`` counts of a point's chunks into fractions.
+network, and for more tokens near the single cluster under the discrete network.
+:func:`~spheresde._outcomes.fractions_from_counts` turns the summed ``outcomes`` counts of
+a point's chunks into fractions.
 """
 
 from __future__ import annotations

@@ -75,33 +75,44 @@ def test_no_level_where_nothing_is_certified():
 @pytest.mark.slow
 def test_bounds_hold_at_random_near_cluster_configurations():
     # The exact L V and Gamma(V) of three tokens (gap_generator(3), softmax weights put in
-    # numerically) against the certificate's bounds, at 2000 random configurations with
+    # numerically) against the certificate's bounds, at 400 random configurations with
     # V from 1e-6 to 1e-2 in d = 3 and 5; and Gamma / V^2 -> s^2 = 4 eps^2 as V -> 0.
+    # Evaluated with 40 digits: L V and Gamma are O(V) and O(V^2) differences of O(1)
+    # terms, which float64 cannot resolve at V = 1e-6.
+    import mpmath
+
+    mpmath.mp.dps = 40
     drift, carre = gap_generator(3)
     gram = [sp.Symbol(f"g_{i}{j}", real=True) for i, j in ((0, 1), (0, 2), (1, 2))]
     weights = [sp.Symbol(f"w_{i}{j}", real=True) for i in range(3) for j in range(3)]
-    exact = sp.lambdify([*gram, *weights, d, eps, mu], [drift, carre], "numpy")
+    exact = sp.lambdify([*gram, *weights, d, eps, mu], [drift, carre], "mpmath")
     bounds = certificate_bounds()
-    h, g, big = (sp.lambdify([gap, n_tokens, beta, d, eps, mu], bounds[k], "numpy")
+    h, g, big = (sp.lambdify([gap, n_tokens, beta, d, eps, mu], bounds[k], "mpmath")
                  for k in ("h", "g", "G"))
     rng = np.random.default_rng(3)
     for dim in (3, 5):
-        for _ in range(1000):
+        for _ in range(200):
             center = rng.normal(size=dim)
             spread = 10 ** rng.uniform(-3.5, -1.3)
-            x = center / np.linalg.norm(center) + spread * rng.normal(size=(3, dim))
-            x /= np.linalg.norm(x, axis=1, keepdims=True)
-            b, sigma, m = rng.uniform(0, 6), rng.uniform(0.2, 2), rng.uniform(0, 2)
-            G = x @ x.T
-            w = np.exp(b * G)
-            w /= w.sum(axis=1, keepdims=True)
-            lv, gv = exact(G[0, 1], G[0, 2], G[1, 2], *w.ravel(), dim, sigma, m)
+            x = mpmath.matrix(center / np.linalg.norm(center)
+                              + spread * rng.normal(size=(3, dim)))
+            rows = [x[i, :] / mpmath.norm(x[i, :]) for i in range(3)]
+            b, sigma, m = (mpmath.mpf(v) for v in (rng.uniform(0, 6), rng.uniform(0.2, 2),
+                                                   rng.uniform(0, 2)))
+            G = mpmath.matrix(3, 3)
+            for i in range(3):
+                for j in range(3):
+                    G[i, j] = sum(rows[i][k] * rows[j][k] for k in range(dim))
+            w = [[mpmath.exp(b * G[i, j]) for j in range(3)] for i in range(3)]
+            w = [[v / sum(row) for v in row] for row in w]
+            lv, gv = exact(G[0, 1], G[0, 2], G[1, 2], *(v for row in w for v in row), dim,
+                           sigma, m)
             v = 3 - G[0, 1] - G[0, 2] - G[1, 2]
-            assert lv <= v * h(v, 3, b, dim, sigma, m) + 1e-15
-            assert gv <= sigma**2 * v**2 * big(v, 3, b, dim, sigma, m) ** 2 * (1 + 1e-9)
-            assert gv >= sigma**2 * v**2 * max(g(v, 3, b, dim, sigma, m), 0) ** 2 * (1 - 1e-9)
+            assert lv <= v * h(v, 3, b, dim, sigma, m)
+            assert gv <= sigma**2 * v**2 * big(v, 3, b, dim, sigma, m) ** 2
+            assert gv >= sigma**2 * v**2 * max(g(v, 3, b, dim, sigma, m), 0) ** 2
             if v < 1e-5:
-                assert gv / (sigma * v) ** 2 == pytest.approx(4.0, rel=1e-2)
+                assert float(gv / (sigma * v) ** 2) == pytest.approx(4.0, rel=1e-2)
 
 
 def test_gap_from_differences_keeps_precision():
@@ -121,15 +132,15 @@ def test_gap_from_differences_keeps_precision():
 def test_absorbing_and_full_runs_agree(dtype, weights, n, b):
     # Same seed, so the same paths until absorption: a class changes only where an
     # absorbed trajectory would have left the cluster, probability <= bound = 1e-6 each;
-    # with 256 trajectories the expected number of changes is <= 2.6e-4: equality.
-    sizes = dict(tokens=n, beta=b, d=3, weights=weights, trajectories=256, layers=10,
+    # with 128 trajectories the expected number of changes is <= 1.3e-4: equality.
+    sizes = dict(tokens=n, beta=b, d=3, weights=weights, trajectories=128, layers=10,
                  horizon=30.0, tol=TOL, dtype=dtype)
     key = jax.random.key(7)
     full, full_minority, full_work = absorbing_tokens(key, bound=0.0, **sizes)
     cut, cut_minority, cut_work = absorbing_tokens(key, bound=1e-6, **sizes)
-    assert full_work == 256 * 300
+    assert full_work == 128 * 300
     assert cut_work < 0.8 * full_work
-    assert np.sum(full == SINGLE) > 50  # the case absorbs something
+    assert np.sum(full == SINGLE) > 20  # the case absorbs something
     np.testing.assert_array_equal(full, cut)
     np.testing.assert_array_equal(full_minority, cut_minority)
 

@@ -26,6 +26,17 @@ TOL = 1e-2
 
 
 @pytest.mark.slow
+def test_cluster_doctests():
+    import doctest
+
+    import proofs_check.cluster
+
+    result = doctest.testmod(proofs_check.cluster)
+    assert result.attempted >= 8
+    assert result.failed == 0
+
+
+@pytest.mark.slow
 def test_gap_identities_two_tokens():
     assert all(sp.Matrix([v]).is_zero_matrix for v in gap_identity_residuals(2).values())
 

@@ -24,7 +24,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LimitCoefficients", "RhoCoefficients", "finite_depth_coefficients",
+__all__ = ["LimitCoefficients", "RhoCoefficients", "cluster_certificate",
+           "finite_depth_coefficients",
            "formation_coefficients", "limit_coefficients", "rho_coefficients"]
 
 
@@ -211,6 +212,39 @@ def formation_coefficients(backend: str = "numpy") -> dict:
     derivation runs on the first call (a few seconds) and is cached.
     """
     return _lambdify_all(formation_expressions(), backend)
+
+
+@functools.cache
+def cluster_certificate_expressions() -> dict:
+    """The SymPy expressions behind :func:`cluster_certificate`."""
+    from .cluster import certificate_bounds, gap, n_tokens, p_exponent
+    from .symbols import beta, d, eps, mu
+
+    bounds = certificate_bounds()
+    args = (gap, p_exponent, n_tokens, beta, d, eps, mu)
+    return {
+        "below_one": (args, bounds["B_low"]),
+        "from_one": (args, bounds["B_high"]),
+        "g": ((gap, n_tokens, beta), bounds["g"]),
+        "p_max": ((d, eps, mu), bounds["p_max"]),
+    }
+
+
+@functools.cache
+def cluster_certificate(backend: str = "numpy") -> dict:
+    r"""Lambdified certificate of :mod:`proofs_check.cluster`: ``below_one(V, p, n, beta, d,
+    eps, mu)`` and ``from_one(...)``, the bound :math:`B_p(V)` on
+    :math:`\mathcal L V^p / (p V^p)` for :math:`p < 1` (valid where ``g(V, n, beta) > 0``)
+    and :math:`p \ge 1`; ``p_max(d, eps, mu)``, the linear bound on the exponent. A
+    certificate :math:`(v_1, p)` holds when :math:`B_p(v_1) \le 0` (:math:`B_p` increases in
+    :math:`V`).
+
+    Examples
+    --------
+    >>> float(cluster_certificate()["p_max"](3, 1.0, 1.0))
+    2.0
+    """
+    return _lambdify_all(cluster_certificate_expressions(), backend)
 
 
 #: The chains whose one-layer expansion :mod:`proofs_check.finite_depth` derives.

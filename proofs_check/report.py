@@ -628,6 +628,42 @@ def check_formations() -> Check:
     )
 
 
+def check_cluster_absorption() -> Check:
+    """Certified absorption near the single cluster of n tokens (proofs_check.cluster).
+
+    Returns
+    -------
+    Check
+        Residuals: the exact identities for the gap V (n = 3, generic Gram matrix and
+        attention), the bounds at V = 0 against the two-token linearization, the sign checks
+        of their monotonicity; non-zero: B_p(0) just above p_max (no certificate there).
+    """
+    from .cluster import (
+        above_p_max,
+        gap_identity_residuals,
+        linearization_residuals,
+        monotonicity_signs,
+    )
+    from .symbols import eps
+
+    residuals = {**gap_identity_residuals(3), **linearization_residuals()}
+    residuals.update({label: sp.Integer(0 if ok else 1)
+                      for label, ok in monotonicity_signs().items()})
+    residuals["B_p(0) at p_max + 1/100 - eps^2/50 (> 0: none above)"] = sp.simplify(
+        above_p_max() - eps**2 / 50)
+    return Check.from_residuals(
+        "Cluster absorption, n tokens: V^p a supermartingale on {V <= v_1}",
+        "L V <= V h(V), eps^2 V^2 g_+(V)^2 <= Gamma(V) <= eps^2 V^2 G(V)^2; B_p increasing",
+        "V = sum_{i<j} (1 - rho_ij): L V and Gamma(V) exact (pairwise form, sum_i P_i S), "
+        "h(0) = -(d-3) eps^2 - 2 mu, eps^2 g(0)^2 = 4 eps^2 (two tokens at rho = 1, free of "
+        "beta); p_max = (d-1)/2 + mu/eps^2",
+        residuals,
+        "Ito's lemma on every rho_ij of the derived limit SDE; softmax differences "
+        "<= e^(6 beta V) - 1; sign checks with V = 1/(1+t), d = 3 + delta, n = 2 + nu",
+        nonzero={"B_p(0) at p_max + 1/100": above_p_max()},
+    )
+
+
 # Beyond the paper: the diffusion-limit engine (proofs_check.layers)
 
 
@@ -754,6 +790,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_feller,
     check_proposition1,
     check_formations,
+    check_cluster_absorption,
     check_engine,
     check_layernorm,
     check_heads,

@@ -28,8 +28,11 @@ The certificate is for the diffusion: the Euler scheme of the reduced SDE and th
 discrete network with :math:`L` layers per unit time follow it up to :math:`O(1/L)`;
 the tests check that results with and without absorption agree within Monte Carlo
 error. For more than two tokens no pair's inner product is an autonomous diffusion (it
-depends on the other tokens), so no scale function certifies anything; there the
-criterion is the conservative one, *never absorb*.
+depends on the other tokens), so no scale function certifies anything; near the single
+cluster the certificate is instead a supermartingale :math:`V^p` of the gap
+:math:`V = \sum_{i<j}(1-\rho_{ij})` (:mod:`proofs_check.cluster`,
+:func:`cluster_absorption_level`, :func:`absorbing_tokens`); antipodal formations of more
+than two tokens have none, and are never absorbed.
 
 :func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
 steps inside one compiled call, the absorbed ones are dropped on the host, and the
@@ -314,4 +317,131 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     return run_in_segments(advance, state, status, finish, steps=steps, segment=segment)
 
 
-__all__ = ["LIVE", "absorbing_network", "absorbing_rho", "absorption_levels", "run_in_segments"]
+# --------------------------------------------------------------- n tokens near the cluster
+
+_LEVELS = np.ldexp(1.0, -np.arange(48))  # v_1 / tol tried: 1, 1/2, ..., 2^-47
+_EXPONENTS = 128  # exponents p tried: p_max * j / 128, j = 1 .. 127
+
+
+@functools.cache
+def cluster_absorption_level(tokens: int, beta: float, d: int, eps: float, mu: float,
+                             tol: float, bound: float) -> float:
+    r"""The gap level :math:`v_{\mathrm{abs}}` below which ``tokens`` tokens are absorbed as a
+    single cluster: from :math:`V = \sum_{i<j}(1-\rho_{ij}) < v_{\mathrm{abs}}` the limit SDE
+    ever reaches :math:`V = v_1 \le \mathrm{tol}` (the only way to leave the class *single*)
+    with probability at most ``bound``.
+
+    The certificate of :mod:`proofs_check.cluster` (lambdified, nothing retyped): for
+    :math:`(v_1, p)` with :math:`B_p(v_1) \le 0`, :math:`V^p` is a supermartingale on
+    :math:`\{V < v_1\}` and :math:`v_{\mathrm{abs}} = v_1\,\delta^{1/p}`. The pairs tried
+    are :math:`v_1 = \mathrm{tol}\,2^{-k}` (:math:`k < 48`) and
+    :math:`p = p_{\max} j/128`; the largest certified level is returned. ``eps`` is the
+    noise scale (:math:`\sigma` for pure noise), ``mu`` the hybrid drift.
+
+    Returns 0.0, *no certificate* (never absorb), when ``bound`` is 0, without noise
+    (``eps = 0``: nothing is random to bound), for ``d < 3`` (the bounds assume it) or
+    when no pair tried passes.
+    """
+    if bound <= 0 or eps <= 0 or d < 3 or tokens < 2:
+        return 0.0
+    from proofs_check.export import cluster_certificate
+
+    cert = cluster_certificate("numpy")
+    p = float(cert["p_max"](d, eps, mu)) * np.arange(1, _EXPONENTS) / _EXPONENTS
+    v1 = tol * _LEVELS
+    grid_v, grid_p = np.meshgrid(v1, p, indexing="ij")
+    args = (tokens, beta, d, eps, mu)
+    below = np.where(cert["g"](grid_v, tokens, beta) > 0,
+                     cert["below_one"](grid_v, grid_p, *args), np.inf)
+    sign = np.where(grid_p < 1, below, cert["from_one"](grid_v, grid_p, *args))
+    # a margin far above rounding: a pair on the edge is not certified
+    certified = sign <= -1e-9 * eps**2
+    if not certified.any():
+        return 0.0
+    return float(np.max(np.where(certified, grid_v * bound ** (1 / grid_p), 0.0)))
+
+
+@jax.jit
+def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step):
+    """``count`` layers from layer ``start`` (a multiple of the block; both traced) of the
+    network with ``full`` noise, one flat normal draw per lane and block of 16 layers."""
+    from ._network import layer
+
+    d = x.shape[-1]
+    one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
+                                            "full", 1.0))
+
+    def block(b, x):
+        first = start // _BLOCK + b
+        z = jax.vmap(lambda key: jax.random.normal(
+            jax.random.fold_in(key, first), (_BLOCK * d * d,), x.dtype))(keys)
+        z = jnp.moveaxis(z.reshape(x.shape[0], _BLOCK, d, d), 1, 0)
+        return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
+                                 lambda i, x: one_layer(x, z[i]), x)
+
+    return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, block, x)
+
+
+def token_gap(x) -> np.ndarray:
+    r""":math:`V = \sum_{i<j}(1 - \rho_{ij}) = \tfrac12\sum_{i<j}|X_i - X_j|^2` of unit tokens
+    ``(..., n, d)``, in float64 from the differences (which keep their relative precision
+    where :math:`1 - \rho` would round to 0)."""
+    x = np.asarray(x, float)
+    diff = x[..., :, None, :] - x[..., None, :, :]
+    return np.sum(diff * diff, axis=(-3, -2, -1)) / 4
+
+
+def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajectories: int,
+                     layers: int, steps: int, tol: float, bound: float,
+                     segment: int = 512, dtype=None) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""Outcome codes of ``trajectories`` runs of the discrete network with ``tokens``
+    independent uniform tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius,
+    identity Q and K, ``full`` noise) for ``steps`` layers (the caller's ``network_depth``
+    of its horizon), absorbed as single once the gap
+    :math:`V = \sum_{i<j}(1-\rho_{ij})` is below :func:`cluster_absorption_level` at a segment
+    boundary (``bound = 0``, constant weights: never).
+
+    Trajectory ``i`` draws the noise of layers ``16 j .. 16 j + 15`` from
+    ``fold_in(fold_in(key, i), j)``, so its path does not depend on the others or on when
+    they are absorbed: with and without absorption the same seed gives the same paths, and
+    a classification changes only where an absorbed trajectory would have left the cluster
+    (probability at most ``bound`` each). Classification at the horizon:
+    :func:`spheresde._outcomes.classify`.
+
+    Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
+    order) and the trajectory-steps simulated.
+    """
+    from ._geometry import sample_uniform
+    from ._outcomes import classify, cluster_sizes
+
+    segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
+    mu, eps = weights.limit()
+    drift_step, noise_step = (float(v) for v in weights.layer_steps(layers))
+    level = cluster_absorption_level(tokens, float(beta), d, float(eps), float(mu), float(tol),
+                                     float(bound) if noise_step != 0.0 else 0.0)
+    start_key, path_key = jax.random.split(key)
+    x0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
+    keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
+    scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
+    minority = np.zeros(trajectories, np.int64)
+
+    def advance(state, start, count):
+        x, lane_keys, lanes = state
+        return _advance_tokens(x, lane_keys, start, count, *scalars), lane_keys, lanes
+
+    def status(state):
+        return np.where(token_gap(state[0]) < level, SINGLE, LIVE)
+
+    def finish(state):
+        x, _, lanes = state
+        codes = np.asarray(classify(x, tol))
+        minority[np.asarray(lanes)] = np.asarray(cluster_sizes(x))[:, 1]
+        return codes
+
+    codes, work = run_in_segments(advance, (x0, keys, jnp.arange(trajectories)), status,
+                                  finish, steps=steps, segment=segment)
+    return codes, minority[codes == ANTIPODAL], work
+
+
+__all__ = ["LIVE", "absorbing_network", "absorbing_rho", "absorbing_tokens",
+           "absorption_levels", "cluster_absorption_level", "run_in_segments", "token_gap"]

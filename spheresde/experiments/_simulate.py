@@ -18,8 +18,9 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
 (:mod:`spheresde._absorption`) for two tokens under the reduced SDE and the discrete
-network. :func:`~spheresde._outcomes.fractions_from_counts` turns the summed
-``outcomes`` counts of a point's chunks into fractions.
+network, and for more tokens near the single cluster under the discrete network.
+:func:`~spheresde._outcomes.fractions_from_counts` turns the summed ``outcomes`` counts of
+a point's chunks into fractions.
 """
 
 from __future__ import annotations
@@ -119,10 +120,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     cluster) and ``steps`` (trajectory-steps actually simulated).
 
     ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
-    Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators; every
-    other case (more tokens: the conservative criterion, never absorb; the particle
-    SDE; :class:`~spheresde.transformer.ConstantWeights`, which have no noise) runs the
-    full horizon.
+    Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
+    under ``discrete`` the one that absorbs near the single cluster
+    (:func:`spheresde._absorption.absorbing_tokens`; antipodal formations are never
+    absorbed); the particle SDE and :class:`~spheresde.transformer.ConstantWeights` (no
+    noise) run the full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
@@ -133,7 +135,7 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
-    from .._absorption import absorbing_network, absorbing_rho
+    from .._absorption import absorbing_network, absorbing_rho, absorbing_tokens
     from .._normalization import normalization
 
     steps = network_depth(horizon, layers)  # the one count, passed to every method
@@ -155,6 +157,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                         trajectories=trajectories, layers=layers,
                                         steps=steps, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
+    elif method == "discrete" and norm.paper and not constant:
+        codes, minority, work = absorbing_tokens(key, tokens=tokens, beta=beta, d=d,
+                                                 weights=weights, trajectories=trajectories,
+                                                 layers=layers, steps=steps, tol=tol,
+                                                 bound=absorb, dtype=dtype)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,

@@ -1,0 +1,169 @@
+"""Certified absorption near the single cluster of n > 2 tokens (proofs_check.cluster,
+spheresde._absorption.cluster_absorption_level / absorbing_tokens)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+
+from proofs_check.cluster import (
+    certificate_bounds,
+    gap,
+    gap_generator,
+    gap_identity_residuals,
+    monotonicity_signs,
+    n_tokens,
+)
+from proofs_check.export import cluster_certificate
+from proofs_check.symbols import beta, d, eps, mu
+from spheresde.transformer import Hybrid, PureNoise
+from spheresde._absorption import absorbing_tokens, cluster_absorption_level, token_gap
+from spheresde._outcomes import SINGLE
+from spheresde.experiments._simulate import simulate_counts
+
+TOL = 1e-2
+
+
+@pytest.mark.slow
+def test_cluster_doctests():
+    import doctest
+
+    import proofs_check.cluster
+
+    result = doctest.testmod(proofs_check.cluster)
+    assert result.attempted >= 8
+    assert result.failed == 0
+
+
+@pytest.mark.slow
+def test_gap_identities_two_tokens():
+    assert all(sp.Matrix([v]).is_zero_matrix for v in gap_identity_residuals(2).values())
+
+
+@pytest.mark.slow
+def test_gap_identities_three_tokens():
+    residuals = gap_identity_residuals(3)
+    assert len(residuals) == 12
+    assert all(sp.Matrix([v]).is_zero_matrix for v in residuals.values())
+
+
+@pytest.mark.slow
+def test_sign_checks_can_fail():
+    assert all(monotonicity_signs().values())
+    # the same check on a decreasing function says no: it is not vacuous
+    t = sp.Symbol("t", positive=True)
+    h = certificate_bounds()["h"]
+    slope = sp.expand(sp.diff(-h, gap).subs({gap: 1 / (1 + t), d: 4, n_tokens: 3, mu: 1}))
+    assert slope.is_nonnegative is not True
+
+
+@pytest.mark.parametrize(("dim", "sigma", "drift"), [(3, 1.0, 0.0), (5, 0.7, 0.0), (3, 0.5, 1.0)])
+def test_no_certificate_above_the_linear_exponent(dim, sigma, drift):
+    cert = cluster_certificate()
+    p_max = float(cert["p_max"](dim, sigma, drift))
+    assert p_max == pytest.approx((dim - 1) / 2 + drift / sigma**2)
+    v = TOL * np.ldexp(1.0, -np.arange(48))
+    # B_p increases in V and is positive at V = 0 above p_max: no level certifies it
+    for p in (1.01 * p_max, p_max + 0.01):
+        bound = (cert["from_one"] if p >= 1 else cert["below_one"])(v, p, 4, 2.0, dim, sigma,
+                                                                    drift)
+        assert np.all(bound > 0)
+    # just below p_max the smallest levels are certified
+    p = 0.99 * p_max
+    bound = (cert["from_one"] if p >= 1 else cert["below_one"])(v, p, 4, 2.0, dim, sigma, drift)
+    assert bound[-1] < 0
+
+
+def test_no_level_where_nothing_is_certified():
+    assert cluster_absorption_level(3, 1.0, 3, 1.0, 0.0, TOL, 0.0) == 0.0
+    assert cluster_absorption_level(3, 1.0, 3, 0.0, 1.0, TOL, 1e-6) == 0.0  # no noise
+    assert cluster_absorption_level(3, 1.0, 2, 1.0, 0.0, TOL, 1e-6) == 0.0  # d < 3
+    small, large = (cluster_absorption_level(4, 2.0, 3, 1.0, 0.0, TOL, b) for b in (1e-9, 1e-3))
+    assert 0 < small < large < TOL
+
+
+@pytest.mark.slow
+def test_bounds_hold_at_random_near_cluster_configurations():
+    # The exact L V and Gamma(V) of three tokens (gap_generator(3), softmax weights put in
+    # numerically) against the certificate's bounds, at 400 random configurations with
+    # V from 1e-6 to 1e-2 in d = 3 and 5; and Gamma / V^2 -> s^2 = 4 eps^2 as V -> 0.
+    # Evaluated with 40 digits: L V and Gamma are O(V) and O(V^2) differences of O(1)
+    # terms, which float64 cannot resolve at V = 1e-6.
+    import mpmath
+
+    mpmath.mp.dps = 40
+    drift, carre = gap_generator(3)
+    gram = [sp.Symbol(f"g_{i}{j}", real=True) for i, j in ((0, 1), (0, 2), (1, 2))]
+    weights = [sp.Symbol(f"w_{i}{j}", real=True) for i in range(3) for j in range(3)]
+    exact = sp.lambdify([*gram, *weights, d, eps, mu], [drift, carre], "mpmath")
+    bounds = certificate_bounds()
+    h, g, big = (sp.lambdify([gap, n_tokens, beta, d, eps, mu], bounds[k], "mpmath")
+                 for k in ("h", "g", "G"))
+    rng = np.random.default_rng(3)
+    for dim in (3, 5):
+        for _ in range(200):
+            center = rng.normal(size=dim)
+            spread = 10 ** rng.uniform(-3.5, -1.3)
+            x = mpmath.matrix(center / np.linalg.norm(center)
+                              + spread * rng.normal(size=(3, dim)))
+            rows = [x[i, :] / mpmath.norm(x[i, :]) for i in range(3)]
+            b, sigma, m = (mpmath.mpf(v) for v in (rng.uniform(0, 6), rng.uniform(0.2, 2),
+                                                   rng.uniform(0, 2)))
+            G = mpmath.matrix(3, 3)
+            for i in range(3):
+                for j in range(3):
+                    G[i, j] = sum(rows[i][k] * rows[j][k] for k in range(dim))
+            w = [[mpmath.exp(b * G[i, j]) for j in range(3)] for i in range(3)]
+            w = [[v / sum(row) for v in row] for row in w]
+            lv, gv = exact(G[0, 1], G[0, 2], G[1, 2], *(v for row in w for v in row), dim,
+                           sigma, m)
+            v = 3 - G[0, 1] - G[0, 2] - G[1, 2]
+            assert lv <= v * h(v, 3, b, dim, sigma, m)
+            assert gv <= sigma**2 * v**2 * big(v, 3, b, dim, sigma, m) ** 2
+            assert gv >= sigma**2 * v**2 * max(g(v, 3, b, dim, sigma, m), 0) ** 2
+            if v < 1e-5:
+                assert float(gv / (sigma * v) ** 2) == pytest.approx(4.0, rel=1e-2)
+
+
+def test_gap_from_differences_keeps_precision():
+    x = np.asarray([[[1.0, 0.0, 0.0], [1.0, 1e-6, 0.0]]], np.float32)
+    x = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    assert token_gap(x)[0] == pytest.approx(0.5e-12, rel=1e-3)
+    tokens = np.random.default_rng(1).normal(size=(5, 4, 3))
+    tokens /= np.linalg.norm(tokens, axis=-1, keepdims=True)
+    gram = np.einsum("tid,tjd->tij", tokens, tokens)
+    assert np.allclose(token_gap(tokens), (16 - gram.sum(axis=(1, 2))) / 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize(("weights", "n", "b"), [(PureNoise(), 3, 2.0),
+                                                 (Hybrid(mu=1.0, eps=1.0), 4, 3.0)])
+def test_absorbing_and_full_runs_agree(dtype, weights, n, b):
+    # Same seed, so the same paths until absorption: a class changes only where an
+    # absorbed trajectory would have left the cluster, probability <= bound = 1e-6 each;
+    # with 128 trajectories the expected number of changes is <= 1.3e-4: equality.
+    sizes = dict(tokens=n, beta=b, d=3, weights=weights, trajectories=128, layers=10,
+                 steps=300, tol=TOL, dtype=dtype)
+    key = jax.random.key(7)
+    full, full_minority, full_work = absorbing_tokens(key, bound=0.0, **sizes)
+    cut, cut_minority, cut_work = absorbing_tokens(key, bound=1e-6, **sizes)
+    assert full_work == 128 * 300
+    assert cut_work < 0.8 * full_work
+    assert np.sum(full == SINGLE) > 20  # the case absorbs something
+    np.testing.assert_array_equal(full, cut)
+    np.testing.assert_array_equal(full_minority, cut_minority)
+
+
+@pytest.mark.slow
+def test_simulate_counts_absorbs_three_tokens():
+    sizes = dict(tokens=3, beta=1.0, d=3, weights=Hybrid(mu=1.0, eps=0.5), trajectories=64,
+                 layers=4, horizon=20.0, tol=TOL)
+    key = jax.random.key(0)
+    full = simulate_counts("discrete", key, absorb=0.0, **sizes)
+    cut = simulate_counts("discrete", key, absorb=1e-6, **sizes)
+    assert full["steps"] == 64 * 80
+    assert 0 < cut["steps"] < full["steps"]
+    assert full["outcomes"] == cut["outcomes"]
+    assert full["minority"] == cut["minority"]

@@ -17,10 +17,10 @@ from proofs_check.cluster import (
 )
 from proofs_check.export import cluster_certificate
 from proofs_check.symbols import beta, d, eps, mu
-from spheresde.transformer import Hybrid, PureNoise
 from spheresde._absorption import absorbing_tokens, cluster_absorption_level, token_gap
 from spheresde._outcomes import SINGLE
 from spheresde.experiments._simulate import simulate_counts
+from spheresde.transformer import Hybrid, PureNoise
 
 TOL = 1e-2
 

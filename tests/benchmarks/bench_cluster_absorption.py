@@ -18,8 +18,8 @@ import time
 import jax
 import numpy as np
 
-from spheresde.transformer import Hybrid, PureNoise
 from spheresde._absorption import absorbing_tokens, cluster_absorption_level
+from spheresde.transformer import Hybrid, PureNoise
 
 TOL = 1e-2
 BOUND = 1e-6

@@ -127,7 +127,7 @@ def test_antipodal_trajectories_are_absorbed_too():
 # ------------------------------------------------------------------ the Gram chain
 
 
-@pytest.mark.parametrize("d", [2, 3, 4, 7])
+@pytest.mark.parametrize("d", [2, 3, 5])
 @pytest.mark.parametrize(("sign", "gap"), [(1.0, 1.0), (-1.0, 1e-6), (1.0, 1e-6)])
 def test_gram_layer_is_the_vector_layer_in_the_bartlett_frame(d, sign, gap):
     # pathwise: given Xi, the frame e1 = s/|s|, e2 = m/|m|, f1, f2 (Gram-Schmidt of the
@@ -138,7 +138,7 @@ def test_gram_layer_is_the_vector_layer_in_the_bartlett_frame(d, sign, gap):
     x = _pair_near(d, sign, gap, seed=d)
     xi = jax.random.normal(jax.random.PRNGKey(200 + d), (d, d), jnp.float64)
     s, m = np.asarray(x[0] + x[1]), np.asarray(x[0] - x[1])
-    s1, m1 = pair_layer(s, m, xi @ s, xi @ m, beta, drift_step, noise_step)
+    s1, m1 = jax.jit(pair_layer)(s, m, xi @ s, xi @ m, beta, drift_step, noise_step)
     e = np.stack([s / np.linalg.norm(s), m / np.linalg.norm(m)])
     g = np.asarray(xi) @ e.T  # columns Xi e1, Xi e2
     plane = e @ g
@@ -153,11 +153,12 @@ def test_gram_layer_is_the_vector_layer_in_the_bartlett_frame(d, sign, gap):
         c2 = np.linalg.norm(q[:, 1] - n21 * q[:, 0] / c1)
         columns = np.array([[plane[0, 0], plane[1, 0], c1, 0.0],
                             [plane[0, 1], plane[1, 1], n21, c2]])
-    a, b = gram_pair_layer(jnp.array([np.linalg.norm(s)]), jnp.array([np.linalg.norm(m)]),
-                           jnp.asarray(columns), beta, drift_step, noise_step)
+    # jitted: one compilation per d instead of one per operation
+    a, b = jax.jit(gram_pair_layer)(np.linalg.norm(s, keepdims=True),
+                                    np.linalg.norm(m, keepdims=True), columns, beta,
+                                    drift_step, noise_step)
     for new, vector in ((a, s1), (b, m1)):
-        np.testing.assert_allclose(float(new[0]), float(jnp.linalg.norm(vector)),
-                                   rtol=1e-12, atol=0)
+        np.testing.assert_allclose(float(new[0]), np.linalg.norm(vector), rtol=1e-12, atol=0)
 
 
 def test_gram_columns_are_the_bartlett_factor_of_the_normals():

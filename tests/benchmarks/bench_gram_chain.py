@@ -1,7 +1,7 @@
 """The two-token network: the vector chain in R^d vs the Gram chain (run explicitly).
 
     .venv/bin/python tests/benchmarks/bench_gram_chain.py [--dims 4,7,10] [--lanes 4096]
-        [--layers 512] [--x64]
+        [--layers 512] [--x64] [--chunk]
 
 ``profile``  where a layer of the vector chain (``_advance_pair``: pure noise, no
              absorption) spends its time, ns per trajectory-layer: the whole chain; the
@@ -13,6 +13,10 @@
 ``chains``   ns per trajectory-layer of the vector chain and of the Gram chain
              (``_advance_gram``, the same normals) and their ratio, same process, same
              lanes, best of 5 after a compiled warm-up.
+``--chunk``  also one chunk of the quick phase sweep through ``absorbing_network`` (4,000
+             trajectories, L = 20, T = 100, beta = 1, tol 1e-2, absorption at 1e-6),
+             ``chain="vectors"`` vs ``"gram"``, seconds after a warm-up run (absorption
+             compiles a program per batch size), and the ratio.
 
 Measured (2 CPU cores shared with other work, load about 9, so a few tens of percent
 either way; float32, 4,096 lanes, 512 layers, ns per trajectory-layer)::
@@ -105,12 +109,29 @@ def measure(d: int, n: int, count: int, dtype) -> dict[str, float]:
     }
 
 
+def chunk_seconds(d: int, chain: str, dtype) -> float:
+    """Seconds of one quick phase chunk at ``d`` (module docstring), after a warm-up."""
+    from spheresde import PureNoise
+    from spheresde._absorption import absorbing_network
+
+    def run():
+        return absorbing_network(jax.random.PRNGKey(d), beta=1.0, d=d, weights=PureNoise(),
+                                 trajectories=4000, layers=20, horizon=100.0, tol=1e-2,
+                                 bound=1e-6, chain=chain, dtype=dtype)
+
+    run()
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dims", default="4,7,10")
     parser.add_argument("--lanes", type=int, default=4096)
     parser.add_argument("--layers", type=int, default=512)
     parser.add_argument("--x64", action="store_true")
+    parser.add_argument("--chunk", action="store_true")
     opts = parser.parse_args()
     jax.config.update("jax_enable_x64", opts.x64)
 
@@ -128,6 +149,11 @@ def main() -> None:
         t = measure(d, n, count, dtype)
         print(f"{d:>3} " + " ".join(f"{t[name] * per:8.0f}" for name in names)
               + f"  {t['vectors'] / t['gram']:12.2f}")
+    if opts.chunk:
+        print("quick phase chunk (4,000 trajectories, L = 20, T = 100, beta = 1), seconds")
+        for d in (int(v) for v in opts.dims.split(",")):
+            vectors, gram = (chunk_seconds(d, chain, dtype) for chain in ("vectors", "gram"))
+            print(f"{d:>3} vectors {vectors:7.2f}  gram {gram:7.2f}  ratio {vectors / gram:5.2f}")
 
 
 if __name__ == "__main__":

@@ -18,19 +18,34 @@
              ``chain="vectors"`` vs ``"gram"``, seconds after a warm-up run (absorption
              compiles a program per batch size), and the ratio.
 
-Measured (2 CPU cores shared with other work, load about 9, so a few tens of percent
-either way; float32, 4,096 lanes, 512 layers, ns per trajectory-layer)::
+Measured: three runs on 2 CPU cores shared with other work (load 8-10, so each number
+moves by tens of percent between runs; float32, 4,096 lanes, 512 layers, ns per
+trajectory-layer)::
 
-      d  vectors  normals    arith  2 gammas     gram  vectors/gram
-      4      510       91       49      2188      251          2.03
-      7     1112      242      175      2260      499          2.23
-     10     1580      360      122      2265      793          1.99
+      d  vectors  normals    arith 2 gammas     gram  vectors/gram
+      4      510       91       49     2188      251          2.03
+      7     1112      242      175     2260      499          2.23
+     10     1580      360      122     2265      793          1.99
 
-(An earlier run, load about 3: vectors 566 / 1064, normals 95 / 343 at d = 4 / 10.)
+      4      860      221      101     2308      182          4.73
+      7     1256      393      110     2019      749          1.68
+     10     1390      497      144     1561      978          1.42
+
+      4      705      177       89     2369      308          2.29
+      7     1072      331      190     2616      397          2.70
+     10     1936      412      187     1173      580          3.34
+
+    quick phase chunk (4,000 trajectories, L = 20, T = 100, beta = 1), seconds
+      4 vectors    1.37  gram    0.92  ratio  1.49
+      7 vectors    1.54  gram    0.56  ratio  2.72
+     10 vectors    1.98  gram    0.86  ratio  2.30
+
+(A first profile at load about 3: vectors 566 / 1064, normals 95 / 343 at d = 4 / 10.)
 The 2d normals alone are a fifth to a third of the vector chain and its arithmetic on
 stored normals less; the rest is the normals' trip through the layer loop (stored as a
 (block, lanes, 2, d) array and sliced per layer). The Gram chain draws the same normals
-and reduces them to the 7 numbers of a layer as they are drawn: about 2x. Its cost still
+and reduces them to the 7 numbers of a layer as they are drawn: 1.4x to 4.7x, about 2x
+typically, per trajectory-layer and per absorbing chunk. Its cost still
 grows with d through the normals (``gammas``: two ``jax.random.gamma`` draws per layer,
 a rejection sampler looping over the batch, cost more than all 2d normals at d <= 10,
 so the chi-squares are sums of squares).

@@ -42,7 +42,9 @@ still running: with and without absorption, the same seed gives the same traject
 The two-token network runs in the sum/difference coordinates of :mod:`spheresde._pair`,
 where :math:`1 \pm \rho` keep their relative precision: in float32 the tokens
 themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-14}`, above the
-antipodal levels at large :math:`\beta`.
+antipodal levels at large :math:`\beta`. By default only the lengths :math:`|s|, |m|` are
+carried (the Gram chain of :mod:`spheresde._pair`: the same law, the same normals, the
+layer's arithmetic in :math:`\mathbb R^4` whatever :math:`d`).
 """
 
 from __future__ import annotations

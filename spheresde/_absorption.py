@@ -45,7 +45,9 @@ still running: with and without absorption, the same seed gives the same traject
 The two-token network runs in the sum/difference coordinates of :mod:`spheresde._pair`,
 where :math:`1 \pm \rho` keep their relative precision: in float32 the tokens
 themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-14}`, above the
-antipodal levels at large :math:`\beta`.
+antipodal levels at large :math:`\beta`. By default only the lengths :math:`|s|, |m|` are
+carried (the Gram chain of :mod:`spheresde._pair`: the same law, the same normals, the
+layer's arithmetic in :math:`\mathbb R^4` whatever :math:`d`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ import numpy as np
 from ._brownian import bit_signs
 from ._normalization import NormalizationLike, normalization
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
+from ._small import inner
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
@@ -227,37 +230,58 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 _BLOCK = 16  # layers per random draw of a lane (one fold_in per block)
 
 
+def _blocks(layer, state, keys, start, count, width, dtype, noisy, columns=lambda z: z):
+    """``count`` layers from layer ``start`` (a multiple of the block): ``layer(state, z)``
+    with ``z`` the layer's ``(trajectories, 2, width)`` standard normals, drawn a block at a
+    time from each lane's key folded with the block's index, as ``columns`` maps them
+    (over the whole block, before the loop over its layers)."""
+    lanes = keys.shape[0]
+
+    def block(b, state):
+        first = start // _BLOCK + b
+        if noisy:
+            # one flat draw per lane: several times faster on CPU than a (block, 2, d) shape
+            z = jax.vmap(lambda key: jax.random.normal(
+                jax.random.fold_in(key, first), (_BLOCK * 2 * width,), dtype))(keys)
+            z = z.reshape(lanes, _BLOCK, 2, width)
+        else:
+            z = jnp.zeros((lanes, _BLOCK, 2, width), dtype)
+        z = jnp.moveaxis(columns(z), 1, 0)
+        return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
+                                 lambda i, state: layer(state, z[i]), state)
+
+    return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, block, state)
+
+
 @functools.partial(jax.jit, static_argnames=("noisy", "norm"))
 def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noisy, norm="rms"):
     """``count`` layers from layer ``start`` (a multiple of the block; both traced: one
     program per batch shape) of the two-token network in pair coordinates."""
     from ._pair import pair_layer, pair_noise
 
-    d = s.shape[-1]
+    def one(sm, z):
+        xi_s, xi_m = pair_noise(*sm, z)
+        return pair_layer(*sm, xi_s, xi_m, beta, drift_step, noise_step, norm)
 
-    def block(b, sm):
-        first = start // _BLOCK + b
-        if noisy:
-            # one flat draw per lane: several times faster on CPU than a (block, 2, d) shape
-            z = jax.vmap(lambda key: jax.random.normal(
-                jax.random.fold_in(key, first), (_BLOCK * 2 * d,), s.dtype))(keys)
-            z = jnp.moveaxis(z.reshape(s.shape[0], _BLOCK, 2, d), 1, 0)
-        else:
-            z = jnp.zeros((_BLOCK, s.shape[0], 2, d), s.dtype)
+    return _blocks(one, (s, m), keys, start, count, s.shape[-1], s.dtype, noisy)
 
-        def one(i, sm):
-            s, m = sm
-            xi_s, xi_m = pair_noise(s, m, z[i])
-            return pair_layer(s, m, xi_s, xi_m, beta, drift_step, noise_step, norm)
 
-        return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK), one, sm)
+@functools.partial(jax.jit, static_argnames=("noisy", "width"))
+def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noisy, width):
+    """As :func:`_advance_pair` on the lengths ``a = |s|``, ``b = |m|`` (``(lanes, 1)``) of
+    the Gram chain of :mod:`spheresde._pair` in dimension ``width``: the same normals a
+    layer, reduced to the Bartlett factor where they are drawn."""
+    from ._pair import gram_columns, gram_pair_layer
 
-    return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, block, (s, m))
+    def one(ab, g):
+        return gram_pair_layer(*ab, g, beta, drift_step, noise_step)
+
+    return _blocks(one, (a, b), keys, start, count, width, a.dtype, noisy, gram_columns)
 
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
                       steps: int, tol: float, bound: float,
-                      segment: int = 512, norm: NormalizationLike = "rms",
+                      segment: int = 512, norm: NormalizationLike = "rms", chain: str = "gram",
                       dtype=None) -> tuple[np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
     tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius, identity Q and K),
@@ -275,6 +299,13 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     is the uniform one centred and normalized, as :func:`spheresde.transformer.simulate_network`'s),
     with no absorption: its certificate would need the derived two-token law that the
     LayerNorm runs are there to check. ``dtype``: of the tokens (default float).
+
+    ``chain="gram"`` (the default: ``tests/benchmarks/bench_gram_chain.py``) carries only
+    :math:`|s|, |m|` with the Gram chain of :mod:`spheresde._pair`, the same law from the
+    same normals with arithmetic that does not grow with :math:`d`; LayerNorm as that
+    chain in dimension :math:`d - 1`, except at :math:`d = 2`, where the hyperplane is a
+    line and the vector chain runs. ``chain="vectors"``: :math:`s, m` in
+    :math:`\mathbb R^d` (:func:`spheresde._pair.pair_layer`).
     """
     from ._geometry import sample_uniform
     from ._network import normalize
@@ -282,6 +313,11 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     norm = normalization(norm)
     if not norm.paper:  # the certificate is the paper's two-token law
         bound = 0.0
+    if chain not in ("gram", "vectors"):
+        raise ValueError(f"chain must be 'gram' or 'vectors', got {chain!r}")
+    # the dimension the pair moves in: LayerNorm's hyperplane has d - 1
+    width = d - norm.directions
+    gram = chain == "gram" and width >= 2
 
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     mu, eps = weights.limit()
@@ -298,6 +334,9 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
 
     def advance(state, start, count):
         s, m, lane_keys = state
+        if gram:
+            return (*_advance_gram(s, m, lane_keys, start, count, *scalars, noisy=noisy,
+                                   width=width), lane_keys)
         return (*_advance_pair(s, m, lane_keys, start, count, *scalars, noisy=noisy,
                                norm=norm), lane_keys)
 
@@ -313,7 +352,10 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
         minus, plus = gaps(state)
         return classify_rho(np.where(minus < plus, 1 - minus, plus - 1), tol)
 
-    state = (x0[:, 0] + x0[:, 1], x0[:, 0] - x0[:, 1], keys)
+    s, m = x0[:, 0] + x0[:, 1], x0[:, 0] - x0[:, 1]
+    if gram:  # the lengths carry the state (gaps() reads |m|^2/2, |s|^2/2 as before)
+        s, m = (jnp.sqrt(inner(v, v)) for v in (s, m))
+    state = (s, m, keys)
     return run_in_segments(advance, state, status, finish, steps=steps, segment=segment)
 
 

@@ -43,6 +43,36 @@ LayerNorm (``norm="layer"``): the tokens lie in the hyperplane :math:`P = I -
 :math:`PS, PM` (the drift terms are already in the hyperplane). The noise
 :math:`P\Xi s` then has the law :math:`|s|\,P Z_1`: the layer is the LayerNorm network
 itself, in law, not the RMS network it is derived to match.
+
+**The Gram chain** (:func:`gram_pair_layer`): arithmetic per layer that does not grow
+with :math:`d`. The law of the next pair depends on :math:`(s, m)` only through
+:math:`|s|, |m|` (:math:`\Xi` is rotation invariant and :math:`s \perp m`), so in an
+orthonormal frame :math:`e_1 = s/|s|`, :math:`e_2 = m/|m|`, :math:`f_1, \dots` one
+needs only the columns :math:`g_1 = \Xi e_1`, :math:`g_2 = \Xi e_2`: iid
+:math:`N(0, I_d)`. Their plane coordinates are 4 standard normals; their parts
+:math:`q_1, q_2 \in \mathbb R^{d-2}` enter :math:`S, M` and every inner product of
+the normalization only through the Gram matrix :math:`(\langle q_i, q_j\rangle)`,
+Wishart :math:`W_2(d-2, I_2)`, which the Bartlett decomposition writes as
+:math:`C C^\top`, :math:`C = \begin{pmatrix} c_1 & 0\\ n_{21} & c_2\end{pmatrix}`,
+:math:`c_1^2 \sim \chi^2_{d-2}`, :math:`c_2^2 \sim \chi^2_{d-3}`, :math:`n_{21} \sim
+N(0, 1)`, all independent. So :math:`q_1 = c_1 f_1`, :math:`q_2 = n_{21} f_1 + c_2 f_2`
+in law, jointly with the plane normals, and the layer is :func:`pair_layer` in
+:math:`\mathbb R^4` on :math:`s = |s| e_1`, :math:`m = |m| e_2` with
+:math:`\Xi s = |s|\,(g_{11}, g_{12}, c_1, 0)`, :math:`\Xi m = |m|\,(g_{21}, g_{22},
+n_{21}, c_2)`; the new lengths :math:`|s'|, |m'|` are the state: exact in law, and
+:math:`1 \pm \rho = |s|^2/2, |m|^2/2` keep their relative precision (each term of
+:func:`pair_layer` is still proportional to :math:`|s|` or :math:`|m|`). For
+:math:`d \le 3` the complement has at most one dimension and its coordinates are
+used as they are (:math:`d = 3`: :math:`q_1, q_2` two normals; :math:`d = 2`: none).
+:func:`gram_columns` makes :math:`g_1, g_2` from the :math:`2d` standard normals the
+vector chain draws (:math:`c_1 = |z_{1,3:}|`, :math:`n_{21} = z_{2,3}`, :math:`c_2 =
+|z_{2,4:}|`), the same random numbers; ``jax.random.gamma`` for the two chi-squares
+costs more than those normals at :math:`d \le 10`
+(``tests/benchmarks/bench_gram_chain.py``). What the Gram chain saves is the
+:math:`d`-vector arithmetic and the traffic of the :math:`2d` normals through the layer
+loop: the normals are reduced to 7 numbers where they are drawn. LayerNorm is the RMS
+chain in the :math:`d - 1` dimensions of the hyperplane (:math:`P\Xi` restricted to it is
+a standard matrix there), so the Gram chain serves it with :math:`d - 1`.
 """
 
 from __future__ import annotations
@@ -87,4 +117,35 @@ def pair_noise(s: Float[Array, "*batch d"], m: Float[Array, "*batch d"],
     return jnp.sqrt(inner(s, s)) * z[..., 0, :], jnp.sqrt(inner(m, m)) * z[..., 1, :]
 
 
-__all__ = ["pair_layer", "pair_noise"]
+def gram_columns(z: Float[Array, "*batch 2 d"]) -> Float[Array, "*batch 2 k"]:
+    r"""The layer's matrix on :math:`e_1, e_2` in the frame of the Gram chain (module
+    docstring), in law, from :math:`2d` standard normals ``z``: ``z`` itself for
+    :math:`d \le 3`, else :math:`(z_{11}, z_{12}, c_1, 0)` and :math:`(z_{21}, z_{22},
+    n_{21}, c_2)` with the Bartlett factor :math:`c_1 = |z_{1, 3:}|`, :math:`n_{21} =
+    z_{23}`, :math:`c_2 = |z_{2, 4:}|` (:math:`k = \min(d, 4)`)."""
+    if z.shape[-1] <= 3:
+        return z
+    # built from slices and stacked (XLA on CPU: several times faster than
+    # concatenating length-1 axes; tests/benchmarks/bench_gram_chain.py)
+    c1 = jnp.sqrt(jnp.sum(z[..., 0, 2:] ** 2, axis=-1))
+    c2 = jnp.sqrt(jnp.sum(z[..., 1, 3:] ** 2, axis=-1))
+    first = jnp.stack([z[..., 0, 0], z[..., 0, 1], c1, jnp.zeros_like(c1)], axis=-1)
+    second = jnp.stack([z[..., 1, 0], z[..., 1, 1], z[..., 1, 2], c2], axis=-1)
+    return jnp.stack([first, second], axis=-2)
+
+
+def gram_pair_layer(a: Float[Array, "*batch 1"], b: Float[Array, "*batch 1"],
+                    g: Float[Array, "*batch 2 k"], beta, drift_step, noise_step,
+                    ) -> tuple[Float[Array, "*batch 1"], Float[Array, "*batch 1"]]:
+    r"""One layer of the two-token network on the lengths :math:`a = |s|`,
+    :math:`b = |m|` (:math:`1 \pm \rho = a^2/2, b^2/2`), exact in law: :func:`pair_layer`
+    in the frame :math:`e_1 = s/a, e_2 = m/b, f_1, f_2` with the columns ``g`` of
+    :func:`gram_columns`. Returns :math:`(|s'|, |m'|)`; RMS normalization (LayerNorm is
+    this layer in dimension :math:`d - 1`, module docstring)."""
+    frame = jnp.eye(2, g.shape[-1], dtype=g.dtype)
+    s, m = pair_layer(a * frame[0], b * frame[1], a * g[..., 0, :], b * g[..., 1, :],
+                      beta, drift_step, noise_step)
+    return jnp.sqrt(inner(s, s)), jnp.sqrt(inner(m, m))
+
+
+__all__ = ["gram_columns", "gram_pair_layer", "pair_layer", "pair_noise"]

@@ -273,3 +273,26 @@ def test_a_sweep_stored_before_a_defaulted_column_still_loads(tmp_path):
     # a table whose columns differ otherwise (a new column without a default) is refused
     with pytest.raises(ParameterMismatch):
         Sweep(tmp_path, "toy", {"seed": 7}, ToyWithRequiredColumn, ("a", "b"))
+
+
+def test_a_store_of_other_random_streams_refuses(tmp_path):
+    # stored before stream revisions (no "streams" in its metadata): a sampler that now
+    # draws other numbers for the same seed must not add its chunks to those
+    chunked(tmp_path, grid())
+    with pytest.raises(ParameterMismatch, match=r'streams: stored null vs now "network-2"'):
+        sweep(tmp_path, {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10,
+              meta={"streams": "network-2"})
+    # the same revision resumes
+    sweep(tmp_path / "new", {"seed": 7}, meta={"streams": "network-2"}).close()
+    sweep(tmp_path / "new", {"seed": 7}, meta={"streams": "network-2"}).close()
+
+
+def test_the_network_sweeps_name_their_stream_revision():
+    from spheresde.experiments import DominanceSpec, HybridSpec, PhaseSpec, TokensSpec
+
+    assert PhaseSpec(method="discrete").stream_revision() == "network-2"
+    assert PhaseSpec(method="reduced").stream_revision() is None  # its streams are as before
+    assert PhaseSpec(method="exact").stream_revision() is None
+    assert HybridSpec(method="discrete").stream_revision() == "network-2"
+    assert TokensSpec(method="particles").stream_revision() is None
+    assert DominanceSpec().stream_revision() == "network-2"  # always the network

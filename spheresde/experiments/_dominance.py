@@ -30,6 +30,7 @@ from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
+    NETWORK_STREAMS,
     AbstractScaledHorizonSpec,
     Simulation,
     at_least_one_layer,
@@ -82,6 +83,7 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     """
 
     command: ClassVar[str] = "dominance"
+    streams: ClassVar = {"*": {"*": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
     rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least)
     row_type: ClassVar[type] = DominanceRow

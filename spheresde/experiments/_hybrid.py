@@ -16,6 +16,7 @@ from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
+    NETWORK_STREAMS,
     SAMPLING,
     AbstractScaledHorizonSpec,
     Method,
@@ -63,6 +64,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
     """
 
     command: ClassVar[str] = "hybrid"
+    streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
     rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, at_least_one_layer)
     unused: ClassVar = {"method": {"exact": (*SAMPLING, "horizon_scale", "max_horizon")}}

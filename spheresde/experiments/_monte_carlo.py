@@ -23,6 +23,10 @@ from .engine import AbstractChunkedSpec, AbstractVar, Counts, at_least, chunk_se
 
 Method = Literal["exact", "reduced", "particles", "discrete"]
 SAMPLING = ("trajectories", "layers", "horizon", "tol", "absorb")  # what Monte Carlo needs
+NETWORK_STREAMS = "network-2"
+"""The revision of the discrete network's random streams (a spec's ``streams``): 2 since
+the two-token Gram chain and the n-token network's per-trajectory keys, which draw other
+numbers for the same seed; stores of revision 1 (no revision recorded) do not resume."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,7 @@ from .._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import (
+    NETWORK_STREAMS,
     SAMPLING,
     AbstractFixedHorizonSpec,
     Method,
@@ -100,6 +101,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     """
 
     command: ClassVar[str] = "phase"
+    streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 3: two-token antipodal probability against beta"
     unused: ClassVar = {"method": {"exact": SAMPLING}}
     law_only: ClassVar = {"method": "exact"}

@@ -122,7 +122,10 @@ class ExperimentSpec(abc.ABC):
     ``REPORT.md`` (the paper's order; a new experiment's section comes after the
     paper's). ``stores``: the runs write resumable stores (they take ``overwrite``,
     ``prune`` and ``wait``); ``runs_in_chunks``: their Monte Carlo runs in chunks (they
-    take ``chunk_size``, ``workers`` and ``scheduler``).
+    take ``chunk_size``, ``workers`` and ``scheduler``). ``streams``
+    (``{field: {value: revision}}``, see :meth:`stream_revision`): a sampler whose random
+    numbers changed for the same seed names its revision here, so that no store mixes
+    chunks of the old and the new streams.
     """
 
     command: ClassVar[str]
@@ -133,6 +136,7 @@ class ExperimentSpec(abc.ABC):
     report_rank: ClassVar[int] = 100
     stores: ClassVar[bool] = False
     runs_in_chunks: ClassVar[bool] = False
+    streams: ClassVar[Mapping[str, Mapping[Any, str]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -198,6 +202,17 @@ class ExperimentSpec(abc.ABC):
         """
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
                 for f in self._used()}
+
+    def stream_revision(self) -> str | None:
+        """The revision of the random streams this spec's runs draw, from :attr:`streams`
+        (``{field: {value: revision}}``; the field ``"*"`` applies whatever the values),
+        or None. A store records it, and one made with another revision (or before
+        revisions, None) does not resume: the same seed would mix chunks of two
+        different streams, each right in law, together meaningless as a replay."""
+        tags = [by_value["*"] if name == "*" else by_value.get(getattr(self, name))
+                for name, by_value in self.streams.items()]
+        tags = [t for t in tags if t is not None]
+        return ",".join(tags) if tags else None
 
     def echo(self) -> dict[str, Any]:
         """The scalar parameters (not the grids, not the seed), repeated in every CSV row."""

@@ -245,7 +245,8 @@ class Sweep(Generic[R]):
             return
         same = (self._identity(stored["params"]) == self._identity(self.params)
                 and self._same_columns(stored["columns"])
-                and stored.get("chunk_size") == self.meta["chunk_size"])
+                and stored.get("chunk_size") == self.meta["chunk_size"]
+                and stored.get("streams") == self.meta.get("streams"))
         if not same:
             if not overwrite:
                 raise ParameterMismatch(self._mismatch_message(stored))
@@ -304,8 +305,10 @@ class Sweep(Generic[R]):
 
     def _mismatch_message(self, stored_meta: dict[str, Any]) -> str:
         stored = {**self._identity(stored_meta.get("params") or {}),
-                  "chunk_size": stored_meta.get("chunk_size")}
-        now = {**self._identity(self.params), "chunk_size": self.meta["chunk_size"]}
+                  "chunk_size": stored_meta.get("chunk_size"),
+                  "streams": stored_meta.get("streams")}
+        now = {**self._identity(self.params), "chunk_size": self.meta["chunk_size"],
+               "streams": self.meta.get("streams")}
         changed = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
         details = ", ".join(
             f"{k}: stored {json.dumps(stored.get(k))} vs now {json.dumps(now.get(k))}"
@@ -515,6 +518,9 @@ def open_store(spec: Any, out: str | os.PathLike, name: str, options: Any,
     change), echoed columns ``spec.echo()``, the chunk size of a chunked spec."""
     grid = [f.name for f in spec.spec_fields() if f.kind.is_tuple]
     chunk_size = options.chunk_size if spec.runs_in_chunks else None
+    streams = spec.stream_revision()
+    if streams is not None:  # absent otherwise, so stores made before the field resume
+        extra["meta"] = {**extra.get("meta", {}), "streams": streams}
     return Sweep(out, name, spec.params(), spec.row_type, tuple(spec.points()[0]), grid=grid,
                  echo=spec.echo(), chunk_size=chunk_size, overwrite=options.overwrite,
                  wait=options.wait, **extra)

@@ -115,8 +115,8 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
     :math:`\propto e^{\kappa w}(1 - w^2)^{(d-3)/2}` on :math:`[-1, 1]`; then
     :math:`x = w\mu + \sqrt{1 - w^2}\, v` with :math:`v` uniform among the unit tangent
     vectors at :math:`\mu` (a rotation-invariant vector projected orthogonally to
-    :math:`\mu` and normalized: standard normal, on :math:`S^2` a uniform point of
-    :math:`S^2`; on the circle a random sign). The cosine is drawn
+    :math:`\mu` and normalized: standard normal by Box--Muller, on :math:`S^2` a uniform
+    point of :math:`S^2`; on the circle a random sign). The cosine is drawn
 
     - on :math:`S^2` (``d = 3``) by inverting its CDF
       :math:`(e^{\kappa(w+1)} - 1)/(e^{2\kappa} - 1)`, no rejection:

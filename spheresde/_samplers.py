@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 
-from ._geometry import project_tangent, retract
+from ._geometry import cos_sinc, project_tangent, retract
 from ._typing import Array, PRNGKeyArray, SpherePoint
 
 TABLE_MIN_TIME = 0.01
@@ -63,26 +63,48 @@ def _as_direction(mu, name: str) -> Array:
     return retract(mu)
 
 
+def _circle(u: Array) -> tuple[Array, Array]:
+    """``(cos, sin)`` of the angle ``pi (2u - 1)``, uniform on the circle for ``u`` uniform
+    on [0, 1): by :func:`cos_sinc`'s polynomial, which XLA vectorizes (``jnp.cos`` and
+    ``jnp.sin`` in float64 on CPU are calls into the C library, one element at a time)."""
+    angle = math.pi * (2 * u - 1)
+    cos, sinc = cos_sinc(angle * angle)
+    return cos, angle * sinc
+
+
+def _normals(key: PRNGKeyArray, shape: tuple[int, ...], dtype) -> Array:
+    """Standard normals of ``shape`` by Box--Muller, two from each pair of uniforms, split
+    along the first axis: in float64 a logarithm and :func:`_circle` per pair cost less
+    than ``jax.random.normal``'s inverse error function per normal."""
+    pairs = -(-shape[0] // 2)
+    u = jr.uniform(key, (2, pairs, *shape[1:]), dtype)
+    radius = jnp.sqrt(-2 * jnp.log1p(-u[0]))  # u[0] < 1: finite
+    cos, sin = _circle(u[1])
+    return jnp.concatenate([radius * cos, radius * sin])[:shape[0]]
+
+
 def _tangent_directions(key: PRNGKeyArray, y: SpherePoint) -> SpherePoint:
     """Uniform unit vectors of the tangent spaces at the rows of ``y``: ``P_y g / |P_y g|``
-    for a standard normal ``g`` drawn independently of ``y``, so a smooth function of
-    ``y`` (the reparametrization through which gradients in ``y`` flow). On the circle,
+    for a rotation-invariant ``g`` drawn independently of ``y``, so a smooth function of
+    ``y`` (the reparametrization through which gradients in ``y`` flow). ``g`` is standard
+    normal (:func:`_normals`, drawn coordinate by coordinate: a leading axis of ``d`` is
+    what XLA generates fast); on :math:`S^2` a uniform point of :math:`S^2` (Archimedes:
+    height and angle uniform), two uniforms instead of three normals. On the circle,
     ``±(-y_1, y_0)`` with a random sign: the same law, exactly orthogonal to ``y`` (there
-    ``P_y g`` is often nearly zero, and the rounding of its normalization would show).
-    On :math:`S^2`, ``g`` is a uniform point of :math:`S^2` (Archimedes: height and
-    angle uniform), two uniforms instead of three normals: any rotation-invariant ``g``
-    gives the same law."""
-    if y.shape[-1] == 3:
-        u = jr.uniform(key, (2, *y.shape[:-1]), y.dtype)
-        height, angle = 2 * u[0] - 1, 2 * math.pi * u[1]
-        ring = jnp.sqrt((1 - height) * (1 + height))
-        g = jnp.stack([ring * jnp.cos(angle), ring * jnp.sin(angle), height], axis=-1)
-        return retract(project_tangent(y, g))
-    if y.shape[-1] == 2:
-        sign = jnp.where(jr.bernoulli(key, 0.5, y.shape[:-1]), 1, -1).astype(y.dtype)
+    ``P_y g`` is often nearly zero, and the rounding of its normalization would show)."""
+    d, batch = y.shape[-1], y.shape[:-1]
+    if d == 2:
+        sign = jnp.where(jr.bernoulli(key, 0.5, batch), 1, -1).astype(y.dtype)
         return sign[..., None] * jnp.stack([-y[..., 1], y[..., 0]], axis=-1)
-    v = project_tangent(y, jr.normal(key, y.shape, y.dtype))
-    return retract(v)
+    if d == 3:
+        u = jr.uniform(key, (2, *batch), y.dtype)
+        height = 2 * u[0] - 1
+        cos, sin = _circle(u[1])
+        ring = jnp.sqrt((1 - height) * (1 + height))
+        g = jnp.stack([ring * cos, ring * sin, height], axis=-1)
+    else:
+        g = jnp.moveaxis(_normals(key, (d, *batch), y.dtype), 0, -1)
+    return retract(project_tangent(y, g))
 
 
 def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...] = ()
@@ -93,8 +115,8 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
     :math:`\propto e^{\kappa w}(1 - w^2)^{(d-3)/2}` on :math:`[-1, 1]`; then
     :math:`x = w\mu + \sqrt{1 - w^2}\, v` with :math:`v` uniform among the unit tangent
     vectors at :math:`\mu` (a rotation-invariant vector projected orthogonally to
-    :math:`\mu` and normalized: standard normal, on :math:`S^2` a uniform point of
-    :math:`S^2`; on the circle a random sign). The cosine is drawn
+    :math:`\mu` and normalized: standard normal by Box--Muller, on :math:`S^2` a uniform
+    point of :math:`S^2`; on the circle a random sign). The cosine is drawn
 
     - on :math:`S^2` (``d = 3``) by inverting its CDF
       :math:`(e^{\kappa(w+1)} - 1)/(e^{2\kappa} - 1)`, no rejection:
@@ -196,8 +218,7 @@ def _wood_candidates(u, kappa, d):
     """Wood's candidates from uniforms ``u`` of shape (3, m): ``(w, 1 - w^2, accepted)``.
     ``kappa`` of shape () or (m,); inf, NaN or negative values are accepted at once."""
     u_radius, u_angle, u_accept = u
-    angle = 2 * math.pi * u_angle
-    cos, sin = jnp.cos(angle), jnp.sin(angle)
+    cos, sin = _circle(u_angle)
     if d == 2:  # Beta(1/2, 1/2): s = cos(2 pi u)
         s, one_minus_s2 = cos, sin**2
     else:

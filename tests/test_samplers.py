@@ -224,6 +224,29 @@ def test_von_mises_fisher_law_matches_scipy_and_bessel_ratios(d, dtype):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("d", [3, 7, 20])
+def test_von_mises_fisher_tangent_direction_is_uniform(d, dtype):
+    # v = (x - w mu)/|x - w mu| is uniform on the unit sphere S^(d-2) of the tangent
+    # space at mu, so for a unit tangent vector a, (1 + <v, a>)/2 ~ Beta((d-2)/2, (d-2)/2).
+    # 20,000 draws, Kolmogorov-Smirnov p > 1e-3 (it sees a change of the CDF of 0.015),
+    # along a coordinate axis and along a direction mixing every coordinate (the pairs of
+    # Box-Muller normals, the odd one out), with mu off the axes.
+    mu = np.arange(1.0, d + 1) / np.linalg.norm(np.arange(1.0, d + 1))
+    x = np.asarray(spheresde.sample_von_mises_fisher(
+        jr.key(10 + d), jnp.asarray(mu, dtype), 5.0, (VMF_DRAWS,))).astype(np.float64)
+    tangent = x - (x @ mu)[:, None] * mu
+    v = tangent / np.linalg.norm(tangent, axis=-1, keepdims=True)
+    beta = stats.beta((d - 2) / 2, (d - 2) / 2)
+    for a in (np.eye(d)[0], (-1.0) ** np.arange(d)):
+        a = a - (a @ mu) * mu
+        a /= np.linalg.norm(a)
+        ks = stats.kstest((1 + v @ a) / 2, beta.cdf)
+        print(f"d={d} {jnp.dtype(dtype).name}: KS {ks.statistic:.4f} p={ks.pvalue:.3f}")
+        assert ks.pvalue > 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("d", [2, 3, 7])
 def test_von_mises_fisher_is_accurate_at_large_kappa(d, dtype):
     # kappa = 1e6: 1 - w is about (d-1)/(2 kappa), below float32's resolution of w near 1

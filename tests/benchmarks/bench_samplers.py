@@ -10,27 +10,28 @@ not a test)::
 
     python tests/benchmarks/bench_samplers.py [--draws 1000000] [--repeats 5] [--float64]
 
-The development machine (2 cores shared with other jobs, load average 6 to 13: the
-times are inflated and noisy, the interleaved ratios are what counts), 2026-12-02
-14:20 UTC, threefry keys, median of 5::
+The development machine (2 cores shared with other jobs: the times are inflated and
+noisy, the interleaved ratios are what counts; cpu is the process's time, all threads
+together), 2026-12-03 10:00 UTC, threefry keys, median of 5, speedup wall / cpu::
 
-    float32                                      float64
-      d  kappa  ours [s]  scipy [s]  speedup       ours [s]  scipy [s]  speedup
-      3    0.5    0.289     0.310     1.07          0.275     0.169     0.61
-      3    5.0    0.243     0.280     1.15          0.313     0.221     0.71
-      3   50.0    0.234     0.268     1.14          0.241     0.160     0.66
-      7    0.5    1.133     0.931     0.82          1.329     0.699     0.53
-      7    5.0    0.888     0.827     0.93          1.599     1.080     0.68
-      7   50.0    1.167     1.035     0.89          1.588     0.834     0.53
-     20    0.5    1.833     3.294     1.80          1.543     2.139     1.39
-     20    5.0    1.985     4.074     2.05          1.718     2.262     1.32
-     20   50.0    1.322     2.276     1.72          1.339     1.126     0.84
+      d  kappa   float32        float64
+      3    0.5   1.40 / 1.54    0.95 / 0.98
+      3    5.0   1.55 / 1.55    0.99 / 1.02
+      3   50.0   1.79 / 1.79    1.01 / 0.98
+      7    0.5   2.00 / 1.10    0.77 / 0.78
+      7    5.0   1.25 / 1.20    0.91 / 0.82
+      7   50.0   1.70 / 1.09    0.70 / 0.75
+     20    0.5   2.34 / 1.34    1.71 / 1.65
+     20    5.0   2.10 / 1.14    1.22 / 1.20
+     20   50.0   2.01 / 1.14    1.28 / 1.21
 
-The old sampler (a vmapped per-draw while loop with a key split per draw) was 10 to 90
-times slower than SciPy. Where the time goes now (d = 7, float32, kappa = 5, one
-interleaved run): the cosine (Wood's rejection, first round plus queue) about 0.3 s,
-the tangent direction (7 normals per draw, most of it generating them) 0.35 to 0.55 s.
-In float64 every uniform costs two 32-bit words of threefry, hence the lower ratios.
+Before the tangent normals were drawn by Box-Muller (jax.random.normal's inverse error
+function and float64 ``jnp.cos``/``jnp.sin`` are slow on CPU, and so is a normal array of
+shape (n, d)), float64 was at 0.46 to 0.58 (d = 7) and 0.58 to 0.90 (d = 3, kappa = 0.5)
+against SciPy, and 2 times slower than now in the same process. Where the time goes now
+(d = 7, float64, kappa = 5, cpu): the tangent direction 0.32 s, two thirds of it the
+threefry bits of its 8 uniforms (each uniform, float32 or float64, costs a threefry block);
+the cosine (Wood's rejection, first round plus queue) 0.18 s.
 """
 
 import argparse
@@ -60,8 +61,9 @@ def main():
     print(f"{n} draws, ours in {jnp.dtype(dtype).name}, median of {args.repeats}; "
           f"{jax.devices()[0].platform}, {jax.device_count()} device(s)")
     print(f"{'d':>3} {'kappa':>6} {'time_ours [s]':>14} {'time_scipy [s]':>15} "
-          f"{'speedup scipy/ours':>19}")
-    speedups = []
+          f"{'speedup scipy/ours':>19} {'cpu_ours [s]':>13} {'cpu_scipy [s]':>14} "
+          f"{'cpu speedup':>12}")
+    speedups, cpu_speedups = [], []
     for d in (3, 7, 20):
         mu_np = np.zeros(d)
         mu_np[-1] = 1.0
@@ -73,16 +75,24 @@ def main():
             law = stats.vonmises_fisher(mu_np, kappa)
             ours, theirs = [], []
             for r in range(args.repeats):
-                start = time.perf_counter()
-                jax.block_until_ready(sample(jr.key(r + 1)))
-                ours.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                law.rvs(n, random_state=rng)
-                theirs.append(time.perf_counter() - start)
-            t_ours, t_scipy = np.median(ours), np.median(theirs)
+                ours.append(_timed(sample, jr.key(r + 1)))
+                theirs.append(_timed(law.rvs, n, random_state=rng))
+            (t_ours, c_ours), (t_scipy, c_scipy) = np.median(ours, 0), np.median(theirs, 0)
             speedups.append(t_scipy / t_ours)
-            print(f"{d:>3} {kappa:>6} {t_ours:>14.4f} {t_scipy:>15.4f} {t_scipy / t_ours:>19.2f}")
-    print(f"speedup scipy/ours: min {min(speedups):.2f}, max {max(speedups):.2f}")
+            cpu_speedups.append(c_scipy / c_ours)
+            print(f"{d:>3} {kappa:>6} {t_ours:>14.4f} {t_scipy:>15.4f} {t_scipy / t_ours:>19.2f} "
+                  f"{c_ours:>13.4f} {c_scipy:>14.4f} {c_scipy / c_ours:>12.2f}")
+    print(f"speedup scipy/ours: min {min(speedups):.2f}, max {max(speedups):.2f}; "
+          f"cpu: min {min(cpu_speedups):.2f}, max {max(cpu_speedups):.2f}")
+
+
+def _timed(f, *args, **kwargs):
+    """``(wall, cpu)`` seconds of ``f(*args, **kwargs)`` to its result's readiness; cpu is
+    the process's, all threads together (a shared machine inflates wall times, less so
+    cpu times)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    jax.block_until_ready(f(*args, **kwargs))
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 if __name__ == "__main__":

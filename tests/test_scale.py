@@ -63,7 +63,7 @@ def test_reduced_with_and_without_absorption_agree(beta, d):
     # their Monte Carlo error, sqrt(p(1-p)/n) <= 0.008.
     n, bound = 4000, 1e-3
     key = jax.random.PRNGKey(11)
-    sizes = dict(beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n, dt=0.02, horizon=60.0,
+    sizes = dict(beta=beta, d=d, eps=1.0, mu=0.0, trajectories=n, layers=50, steps=3000,
                  tol=TOL)
     full, full_work = absorbing_rho(key, bound=0.0, **sizes)
     cut, cut_work = absorbing_rho(key, bound=bound, **sizes)
@@ -83,7 +83,7 @@ def test_network_with_and_without_absorption_agree(beta, d):
     n, bound = 1000, 1e-3
     key = jax.random.PRNGKey(5)
     sizes = dict(beta=beta, d=d, weights=PureNoise(), trajectories=n, layers=10,
-                 horizon=40.0, tol=TOL)
+                 steps=400, tol=TOL)
     full, full_work = absorbing_network(key, bound=0.0, **sizes)
     cut, cut_work = absorbing_network(key, bound=bound, **sizes)
     assert cut_work < full_work

@@ -73,12 +73,12 @@ def absorption():
     print("absorption speed-up (same seed, same trajectories; bound 1e-6)")
     for d in (4, 10):
         for beta in near_and_far(d):
-            compare("reduced", absorbing_rho, 4000, beta=beta, d=d, eps=1.0, mu=0.0, dt=0.01,
-                    horizon=500.0)
+            compare("reduced", absorbing_rho, 4000, beta=beta, d=d, eps=1.0, mu=0.0, layers=100,
+                    steps=50_000)
     for d in (4, 10):
         for beta in near_and_far(d)[::2]:
             compare("network", absorbing_network, 1000, beta=beta, d=d, weights=PureNoise(),
-                    layers=100, horizon=500.0)
+                    layers=100, steps=50_000)
 
 
 def network():

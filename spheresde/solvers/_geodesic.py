@@ -223,7 +223,7 @@ class GeodesicItoHeun(AbstractGeodesicSolver, diffrax.AbstractItoSolver):
     tangent part, as for Brownian motion). The drift's predictor--corrector makes it
     second order on ODEs (zero noise) at two drift evaluations per step: the choice for
     drift-dominated Ito SDEs. Strong order 0.5, weak order 1. It is the worked example
-    of a new solver in docs/contributing.rst: one class, one export, one test entry.
+    of a new solver in docs/contributing.rst: one class and one export.
     """
 
     term_structure: ClassVar = diffrax.MultiTerm[tuple[diffrax.AbstractTerm,

@@ -230,9 +230,9 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 _BLOCK = 16  # layers per random draw of a lane (one fold_in per block)
 
 
-def _blocks(layer, state, keys, start, count, width, dtype, noisy, columns=lambda z: z):
+def _blocks(layer, state, keys, start, count, shape, dtype, noisy, columns=lambda z: z):
     """``count`` layers from layer ``start`` (a multiple of the block): ``layer(state, z)``
-    with ``z`` the layer's ``(trajectories, 2, width)`` standard normals, drawn a block at a
+    with ``z`` the layer's ``(trajectories, *shape)`` standard normals, drawn a block at a
     time from each lane's key folded with the block's index, as ``columns`` maps them
     (over the whole block, before the loop over its layers)."""
     lanes = keys.shape[0]
@@ -240,12 +240,12 @@ def _blocks(layer, state, keys, start, count, width, dtype, noisy, columns=lambd
     def block(b, state):
         first = start // _BLOCK + b
         if noisy:
-            # one flat draw per lane: several times faster on CPU than a (block, 2, d) shape
+            # one flat draw per lane: several times faster on CPU than a (block, *shape) one
             z = jax.vmap(lambda key: jax.random.normal(
-                jax.random.fold_in(key, first), (_BLOCK * 2 * width,), dtype))(keys)
-            z = z.reshape(lanes, _BLOCK, 2, width)
+                jax.random.fold_in(key, first), (_BLOCK * math.prod(shape),), dtype))(keys)
+            z = z.reshape(lanes, _BLOCK, *shape)
         else:
-            z = jnp.zeros((lanes, _BLOCK, 2, width), dtype)
+            z = jnp.zeros((lanes, _BLOCK, *shape), dtype)
         z = jnp.moveaxis(columns(z), 1, 0)
         return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
                                  lambda i, state: layer(state, z[i]), state)
@@ -263,7 +263,7 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
         xi_s, xi_m = pair_noise(*sm, z)
         return pair_layer(*sm, xi_s, xi_m, beta, drift_step, noise_step, norm)
 
-    return _blocks(one, (s, m), keys, start, count, s.shape[-1], s.dtype, noisy)
+    return _blocks(one, (s, m), keys, start, count, (2, s.shape[-1]), s.dtype, noisy)
 
 
 @functools.partial(jax.jit, static_argnames=("noisy", "width"))
@@ -276,7 +276,8 @@ def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noi
     def one(ab, g):
         return gram_pair_layer(*ab, g, beta, drift_step, noise_step)
 
-    return _blocks(one, (a, b), keys, start, count, width, a.dtype, noisy, gram_columns)
+    return _blocks(one, (a, b), keys, start, count, (2, width), a.dtype, noisy,
+                   gram_columns)
 
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
@@ -412,16 +413,7 @@ def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step):
     d = x.shape[-1]
     one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
                                             "full", 1.0))
-
-    def block(b, x):
-        first = start // _BLOCK + b
-        z = jax.vmap(lambda key: jax.random.normal(
-            jax.random.fold_in(key, first), (_BLOCK * d * d,), x.dtype))(keys)
-        z = jnp.moveaxis(z.reshape(x.shape[0], _BLOCK, d, d), 1, 0)
-        return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
-                                 lambda i, x: one_layer(x, z[i]), x)
-
-    return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, block, x)
+    return _blocks(one_layer, x, keys, start, count, (d, d), x.dtype, True)
 
 
 def token_gap(x) -> np.ndarray:

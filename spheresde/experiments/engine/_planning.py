@@ -232,7 +232,10 @@ def plan_chunked(spec: Any, out: Path, name: str,
 
 
 def duration(seconds: float) -> str:
-    """``42 s``, ``3.5 min`` or ``2.1 h``."""
+    """``0.4 s``, ``42 s``, ``3.5 min`` or ``2.1 h`` (a tenth of a second below 10 s, so
+    that a small estimate does not read as no time at all)."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

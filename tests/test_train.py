@@ -291,6 +291,18 @@ def assert_same_runs(batched: list[TrainRow], alone: list[TrainRow]) -> None:
             assert abs(getattr(a, column) - getattr(b, column)) <= 1 / 360 + 1e-12, (column, a, b)
 
 
+@pytest.mark.parametrize("count", [1, 2, 3, 15, 16])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_runs_of_a_depth_split_into_groups_of_near_equal_size_in_order(count, parts):
+    from spheresde.experiments._train import _groups
+
+    points = [{"seed": k} for k in range(count)]
+    groups = _groups(points, parts)
+    assert [p for g in groups for p in g] == points  # every run once, in order
+    assert len(groups) == min(parts, count)
+    assert max(map(len, groups)) - min(map(len, groups)) <= 1
+
+
 @pytest.mark.slow
 def test_runs_trained_together_are_the_runs_trained_alone():
     """Two seeds (two data splits of the digits) x two initializations as one vmapped

@@ -2,17 +2,21 @@
 
 One grid point is one training run, ``(weights, seed, layers)``; it gives one row per
 epoch (epoch 0 is the network at initialization). The runs of one depth are trained
-together, as one compiled program vmapped over the runs (:func:`train_runs`), and saved
-when they finish, so an interrupted ``spheresde train`` resumes without redoing the
-depths already trained. Within a seed the three initializations share the data split,
-the embedding, the head and the order of the batches: only the value matrices differ.
+together, as compiled programs vmapped over the runs (one per CPU core, at most two, each
+on its own thread: :func:`train_runs`), and saved when they finish, so an interrupted
+``spheresde train`` resumes without redoing the depths already trained. Within a seed the
+three initializations share the data split, the embedding, the head and the order of the
+batches: only the value matrices differ.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+import itertools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -278,33 +282,68 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
                  jnp.stack([k for _, k in keys]), batch, steps)
 
 
+TRAIN_THREADS = max(1, min(2, os.cpu_count() or 1))
+"""Groups into which the runs of a depth are split, each vmapped into one program and run
+on its own thread: XLA keeps about 1.3 of 2 cores busy with one such program, so two
+groups at once train more runs per second (``tests/benchmarks/bench_train.py``)."""
+
+
+def _groups(points: list[dict], parts: int = TRAIN_THREADS) -> list[list[dict]]:
+    """``points`` in at most ``parts`` consecutive groups whose sizes differ by at most 1."""
+    parts = max(1, min(parts, len(points)))
+    size, extra = divmod(len(points), parts)
+    bounds = np.cumsum([0] + [size + (k < extra) for k in range(parts)])
+    return [points[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _on_threads(work: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``[work(item) for item in items]``, each on its own thread (the compiled programs
+    release the GIL while they run); ``work`` must wait for its results."""
+    if len(items) == 1:
+        return [work(items[0])]
+    with ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(work, items))
+
+
+def _train_epoch(epoch: int) -> Callable[[_Runs], tuple[_Runs, np.ndarray]]:
+    def work(runs: _Runs) -> tuple[_Runs, np.ndarray]:
+        runs, losses = runs.epoch(runs.orders(epoch))
+        return runs, np.asarray(losses)  # waits for the program, on this thread
+    return work
+
+
 def train_runs(spec: TrainSpec, points: list[dict], *, quiet: bool) -> list[list[TrainRow]]:
     """Training runs of one depth, ``points = [{"weights", "seed", "layers"}, ...]``,
-    trained together as one compiled program (:func:`spheresde.data.train_epochs`): for each
-    point a row per epoch, epoch 0 at initialization.
+    trained together: split into :data:`TRAIN_THREADS` groups (:func:`_groups`), each
+    group one compiled program (:func:`spheresde.data.train_epochs`) on its own thread.
+    For each point a row per epoch, epoch 0 at initialization.
 
-    A run's numbers depend on its own point only, not on the others of the batch, to
+    A run's numbers depend on its own point only, not on the others of its group, to
     float rounding: its key is its seed's, its data its seed's split (the digits) or the
     one split of the data set.
     """
     from tqdm.auto import tqdm
 
-    runs = _runs(spec, points)
+    groups = [_runs(spec, group) for group in _groups(points)]
+    layers = groups[0].layers
+
+    def evaluate(images: str, labels: str) -> list:
+        found = _on_threads(lambda r: r.evaluate(getattr(r, images), getattr(r, labels),
+                                                 spec.tol), groups)
+        return [ev for group in found for ev in group]
 
     def epoch_rows(epoch: int, train_loss) -> list[TrainRow]:
-        return [TrainRow(p["weights"], p["seed"], runs.layers, epoch, float(loss),
+        return [TrainRow(p["weights"], p["seed"], layers, epoch, float(loss),
                          float(ev.loss), float(ev.accuracy), float(ev.token_cosine),
                          *map(float, ev.outcomes))
-                for p, loss, ev in zip(points, train_loss,
-                                       runs.evaluate(runs.x_val, runs.y_val, spec.tol),
+                for p, loss, ev in zip(points, train_loss, evaluate("x_val", "y_val"),
                                        strict=True)]
 
-    rows = [epoch_rows(0, [ev.loss for ev in runs.evaluate(runs.x_train, runs.y_train,
-                                                           spec.tol)])]
-    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"L={runs.layers}: {len(points)} runs",
+    rows = [epoch_rows(0, [ev.loss for ev in evaluate("x_train", "y_train")])]
+    for epoch in tqdm(range(1, spec.epochs + 1), desc=f"L={layers}: {len(points)} runs",
                       unit="epoch", leave=False, disable=quiet, dynamic_ncols=True):
-        runs, losses = runs.epoch(runs.orders(epoch))
-        rows.append(epoch_rows(epoch, np.asarray(losses)))
+        groups, losses = zip(*_on_threads(_train_epoch(epoch), groups), strict=True)
+        rows.append(epoch_rows(epoch, np.concatenate(losses)))
     return [list(run) for run in zip(*rows, strict=True)]
 
 
@@ -313,26 +352,34 @@ CALIBRATION_STEPS = 8  # a short scan pays its call overhead once: 3 steps overs
 
 
 def _calibrate(spec: TrainSpec, points: list[dict]) -> dict[str, float]:
-    """Seconds, measured now, of the runs of ``points`` (one depth) trained together:
-    compiling and running :data:`CALIBRATION_STEPS` steps of the epoch program, per
-    step, and compiling and running one evaluation chunk, per image."""
+    """Seconds, measured now, of the runs of ``points`` (one depth) trained together, as
+    :func:`train_runs` trains them (in groups, on threads): compiling and running
+    :data:`CALIBRATION_STEPS` steps of the epoch programs, per step, and compiling and
+    running one evaluation chunk, per image."""
     import time
 
     import jax
 
-    runs = _runs(spec, points)
-    orders = runs.orders(1, min(CALIBRATION_STEPS, runs.steps))
-    images, labels = runs.x_val[:, :EVALUATION_CHUNK], runs.y_val[:, :EVALUATION_CHUNK]
+    groups = [_runs(spec, group) for group in _groups(points)]
+    steps = min(CALIBRATION_STEPS, groups[0].steps)
+    chunk = min(EVALUATION_CHUNK, groups[0].y_val.shape[1])
+
+    def train(runs: _Runs):
+        jax.block_until_ready(runs.epoch(runs.orders(1, steps))[1])
+
+    def evaluate(runs: _Runs):
+        runs.evaluate(runs.x_val[:, :chunk], runs.y_val[:, :chunk], spec.tol)
+
     took = []
     for _ in range(2):  # the first call compiles
         start = time.perf_counter()
-        jax.block_until_ready(runs.epoch(orders)[1])
+        _on_threads(train, groups)
         middle = time.perf_counter()
-        runs.evaluate(images, labels, spec.tol)
+        _on_threads(evaluate, groups)
         took.append((middle - start, time.perf_counter() - middle))
-    (train_first, eval_first), (train, evaluate) = took
-    return {"compile": max(train_first - train, 0.0), "step": train / orders.shape[1],
-            "eval_compile": max(eval_first - evaluate, 0.0), "image": evaluate / labels.shape[1]}
+    (train_first, eval_first), (train_s, evaluate_s) = took
+    return {"compile": max(train_first - train_s, 0.0), "step": train_s / steps,
+            "eval_compile": max(eval_first - evaluate_s, 0.0), "image": evaluate_s / chunk}
 
 
 def _chunk_shapes(count: int) -> set[int]:
@@ -368,7 +415,8 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
         f"  runs: {len(pending)} to compute of {len(spec.points())} "
         f"({len(spec.points()) - len(pending)} stored), "
         + ", ".join(f"{len(p)} at L = {L}" for L, p in sorted(by_depth.items()))
-        + "; the runs of a depth train together, as one program, in this process",
+        + f"; the runs of a depth train together, in {TRAIN_THREADS} compiled program(s) on "
+        "as many threads, in this process",
         f"  tokens: {tokens} of {pixels} pixels ({spec.dataset}, {spec.patch} x {spec.patch} "
         f"patches), d = {spec.dim}: a layer costs ~ n^2 d + n d^2 = "
         f"{tokens**2 * spec.dim + tokens * spec.dim**2:,} multiply-adds an image",

@@ -30,6 +30,7 @@ import functools
 import numpy as np
 
 from .._network import network_depth
+from .._normalization import AbstractNormalization
 from .._outcomes import (
     ANTIPODAL,
     SINGLE,
@@ -42,7 +43,7 @@ from .._weights import AbstractWeights, ConstantWeights
 
 
 @functools.cache
-def _compiled(method: str, norm: str = "rms"):
+def _compiled(method: str, norm: str | AbstractNormalization = "rms"):
     """``(key, tokens0, beta, weights, layers, steps) -> final tokens``, jitted once.
 
     Both methods take ``steps`` steps of ``1/layers``, to the depth-time
@@ -74,7 +75,7 @@ def _compiled(method: str, norm: str = "rms"):
 
 def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
                   weights: AbstractWeights, trajectories: int, layers: int, steps: int,
-                  norm: str = "rms", dtype=None):
+                  norm: str | AbstractNormalization = "rms", dtype=None):
     """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts
     (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized)."""
     import jax
@@ -101,7 +102,8 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 
 def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, steps: int,
-                    tol: float, norm: str = "rms", dtype=None) -> tuple[np.ndarray, np.ndarray]:
+                    tol: float, norm: str | AbstractNormalization = "rms",
+                    dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
@@ -114,7 +116,8 @@ def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
 
 def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
-                    tol: float, absorb: float, norm: str = "rms", dtype=None) -> dict:
+                    tol: float, absorb: float, norm: str | AbstractNormalization = "rms",
+                    dtype=None) -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).

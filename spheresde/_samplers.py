@@ -73,8 +73,8 @@ def _uniforms(key: PRNGKeyArray, full: int, coarse: int, shape: tuple[int, ...],
 
     JAX's threefry (partitionable, the default) computes one block of 64 bits for every
     element of an array of random bits, 32-bit or 64-bit alike, and that block is most of
-    the cost of a uniform on CPU (about 16 ns a block on the development machine, where
-    the arithmetic of a float64 uniform costs 1 ns). So with 64-bit integers available
+    the cost of a uniform on CPU (16 to 20 ns a block on the loaded development machine,
+    where turning it into a float64 uniform adds about 1 ns). So with 64-bit integers
     (``jax_enable_x64``), one block gives one float64 uniform of 52 bits
     (``jax.random.uniform``'s: multiples of :math:`2^{-52}`), or two *coarse* uniforms,
     its two 32-bit halves (multiples of :math:`2^{-32}`), or two float32 uniforms of 23

@@ -222,6 +222,38 @@ def test_von_mises_fisher_law_matches_scipy_and_bessel_ratios(d, dtype):
         assert abs(z) < 4
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_uniforms_split_into_independent_halves(dtype):
+    # The samplers' uniforms (_uniforms): 1 full and 3 coarse per element, 2^18 elements;
+    # in float64 the coarse ones are the two 32-bit halves of 64-bit words (coarse 0 and
+    # 2 share a word). Each is uniform (Kolmogorov-Smirnov, p > 1e-3: it sees a change of
+    # the CDF of 0.004), of its resolution (coarse: multiples of 2^-32, all 32 bits used:
+    # its low 8 bits uniform over 256 cells; full: 52 bits, a multiple of 2^-32 with
+    # chance 2^-20), and the pairs sharing a word, or not, are independent (chi-square
+    # on 16 x 16 cells, 1,024 expected per cell, p > 1e-3): a wrong split or shift fails.
+    from spheresde._samplers import _uniforms
+
+    size = 2**18
+    full, coarse = _uniforms(jr.key(4), 1, 3, (size,), dtype)
+    assert full.shape == (1, size)
+    assert coarse.shape == (3, size)
+    assert full.dtype == coarse.dtype == dtype
+    u = np.concatenate([np.asarray(full), np.asarray(coarse)]).astype(np.float64)
+    assert np.all((u >= 0) & (u < 1))
+    for row in u:
+        assert stats.kstest(row, "uniform").pvalue > 1e-3
+    bits = min(np.finfo(dtype).nmant, 32)  # float32: 23 bits, as jax.random.uniform
+    cells = u[1:] * 2.0**bits
+    np.testing.assert_array_equal(cells, np.floor(cells))
+    low = np.mod(cells, 256).astype(int).ravel()
+    assert stats.chisquare(np.bincount(low, minlength=256)).pvalue > 1e-3
+    if dtype == jnp.float64:
+        assert np.sum(u[0] * 2.0**32 == np.floor(u[0] * 2.0**32)) <= 4
+    for a, b in [(1, 3), (1, 2), (0, 1)]:
+        table = np.histogram2d(u[a], u[b], bins=16, range=[[0, 1], [0, 1]])[0]
+        assert stats.chisquare(table.ravel()).pvalue > 1e-3
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("d", [3, 7, 20])

@@ -10,28 +10,45 @@ not a test)::
 
     python tests/benchmarks/bench_samplers.py [--draws 1000000] [--repeats 5] [--float64]
 
-The development machine (2 cores shared with other jobs: the times are inflated and
-noisy, the interleaved ratios are what counts; cpu is the process's time, all threads
-together), 2026-12-03 10:00 UTC, threefry keys, median of 5, speedup wall / cpu::
+The development machine (2 cores shared with a background job of 2 Dask workers, load
+average 5 to 6: the times are inflated and noisy, the interleaved ratios are what counts;
+cpu is the process's time, all threads together), 2026-12-03, threefry keys, median of 5,
+speedup wall / cpu. Before: the code of 10:00 UTC, measured again at 12:58 UTC; after:
+13:53 UTC (same session)::
 
-      d  kappa   float32        float64
-      3    0.5   1.40 / 1.54    0.95 / 0.98
-      3    5.0   1.55 / 1.55    0.99 / 1.02
-      3   50.0   1.79 / 1.79    1.01 / 0.98
-      7    0.5   2.00 / 1.10    0.77 / 0.78
-      7    5.0   1.25 / 1.20    0.91 / 0.82
-      7   50.0   1.70 / 1.09    0.70 / 0.75
-     20    0.5   2.34 / 1.34    1.71 / 1.65
-     20    5.0   2.10 / 1.14    1.22 / 1.20
-     20   50.0   2.01 / 1.14    1.28 / 1.21
+                 float32                          float64
+      d  kappa   before        after          before        after
+      3    0.5   1.49 / 1.62   2.33 / 1.87    0.82 / 0.90   1.82 / 1.30
+      3    5.0   1.48 / 1.50   2.01 / 1.88    0.50 / 0.54   1.47 / 1.33
+      3   50.0   1.70 / 1.74   1.59 / 1.71    0.91 / 1.00   1.31 / 1.32
+      7    0.5   1.23 / 1.21   1.26 / 1.26    0.72 / 0.97   1.23 / 1.14
+      7    5.0   1.43 / 1.25   1.44 / 1.37    1.00 / 0.98   1.13 / 1.16
+      7   50.0   1.27 / 1.31   1.29 / 1.25    0.70 / 0.72   0.99 / 1.00
+     20    0.5   2.16 / 2.33   2.09 / 2.03    1.24 / 1.24   1.14 / 1.06
+     20    5.0   2.45 / 2.38   2.02 / 2.16    1.06 / 1.25   1.48 / 1.57
+     20   50.0   2.13 / 2.22   2.28 / 2.18    0.85 / 0.94   1.39 / 1.38
 
-Before the tangent normals were drawn by Box-Muller (jax.random.normal's inverse error
-function and float64 ``jnp.cos``/``jnp.sin`` are slow on CPU, and so is a normal array of
-shape (n, d)), float64 was at 0.46 to 0.58 (d = 7) and 0.58 to 0.90 (d = 3, kappa = 0.5)
-against SciPy, and 2 times slower than now in the same process. Where the time goes now
-(d = 7, float64, kappa = 5, cpu): the tangent direction 0.32 s, two thirds of it the
-threefry bits of its 8 uniforms (each uniform, float32 or float64, costs a threefry block);
-the cosine (Wood's rejection, first round plus queue) 0.18 s.
+A second run after, float64, median of 7 (13:57 UTC): d = 3 1.55 to 1.62 / 1.40 to
+1.56; d = 7 1.38 / 1.21 (kappa 0.5), 1.16 / 1.14 (5), 1.08 / 1.08 (50); d = 20 1.23 to
+1.70 / 1.30 to 1.45. The weakest cell is d = 7, kappa = 50 in float64, at 0.99 to 1.14
+over three runs of the new code: not clear of 1 by more than the noise here.
+
+The old and the new sampler in one process, interleaved (median of 5, cpu time
+old / new, the same machine): float64 1.40 to 1.76 at d = 3, 1.35 to 1.55 at d = 7,
+1.12 to 1.19 at d = 20; float32 (x64 off) 1.15 to 1.55 at d = 3, 1.01 to 1.10 at
+d = 7 and 20 (never slower).
+
+What changed (the cost on CPU is threefry: each element of random bits, 32-bit or
+64-bit, costs one 64-bit block, 16 to 20 ns here, more than the arithmetic of a float64
+uniform): with x64 on, a block gives one full uniform or two 32-bit ones (angles,
+heights, Wood's acceptance test; the law error this brings is stated in
+``sample_von_mises_fisher``'s docstring); for 4 <= d <= 8 the tangent direction comes
+from uniform spacings and angles (7 uniforms of 32 bits, 4 blocks at d = 7, no
+logarithm) instead of 8 Box-Muller uniforms (8 blocks); up to d = 8 the tangent step is
+formed coordinates first (on S^2 1.3 times faster). Where the time goes now (d = 7,
+float64, kappa = 50, cpu): the tangent direction and the output 0.18 s (its 4 blocks
+about 0.07 s), the cosine 0.14 s (first round 0.09 s, 2 blocks a candidate; the
+rejection queue 0.05 s, a third of the draws at this kappa).
 """
 
 import argparse

@@ -51,9 +51,10 @@ class ReproduceSpec(ExperimentSpec):
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 2 minutes on 2 CPU cores, plus 1-2 for Figure 2's training; "
-        "paper: the paper's sizes (a day or more on 2 CPU cores: use a GPU or Dask, and "
-        "--dry-run for an estimate); smoke: toy sizes in seconds, to check the pipeline")
+        "quick", "quick: about 6 minutes on 2 CPU cores, half of it Figure 2's training; "
+        "paper: the paper's sizes (hours of Monte Carlo on 2 CPU cores even with --workers "
+        "2, and Figure 2 on Fashion-MNIST about 11 h: use a GPU or Dask, and --dry-run for "
+        "an estimate); smoke: toy sizes in seconds, to check the pipeline")
     data_dir: str = param(
         "", "paper scale: folder with CIFAR-10's python-version batches (or Fashion-MNIST's "
         "IDX files) for Figure 2; without it Figure 2 trains on Fashion-MNIST when `apt-get "

@@ -51,7 +51,7 @@ class ReproduceSpec(ExperimentSpec):
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 6 minutes on 2 CPU cores, half of it Figure 2's training; "
+        "quick", "quick: about 4 minutes on 2 CPU cores, half of it Figure 2's training; "
         "paper: the paper's sizes (hours of Monte Carlo on 2 CPU cores even with --workers "
         "2, and Figure 2 on Fashion-MNIST about 11 h: use a GPU or Dask, and --dry-run for "
         "an estimate); smoke: toy sizes in seconds, to check the pipeline")

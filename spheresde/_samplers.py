@@ -11,7 +11,6 @@ import decimal
 import functools
 import itertools
 import math
-import operator
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +18,7 @@ import jax.random as jr
 import numpy as np
 
 from ._geometry import cos_sinc, project_tangent, retract
+from ._small import small_sum
 from ._typing import Array, PRNGKeyArray, SpherePoint
 
 TABLE_MIN_TIME = 0.01
@@ -194,15 +194,9 @@ def _around(key: PRNGKeyArray, y: SpherePoint, cosine: Array, sine: Array) -> Sp
         else:
             g = _isotropic(key, d, batch, y.dtype)
         # project_tangent and retract, coordinates first.
-        g = g - (_coordinate_sum(y * g) / _coordinate_sum(y * y)) * y
-        v = g / jnp.sqrt(_coordinate_sum(g * g))
+        g = g - (small_sum(y * g, axis=0) / small_sum(y * y, axis=0)) * y
+        v = g / jnp.sqrt(small_sum(g * g, axis=0))
     return jnp.moveaxis(cosine * y + sine * v, 0, -1)
-
-
-def _coordinate_sum(x: Array) -> Array:
-    """``jnp.sum(x, axis=0)`` as the sum of the slices ``x[0] + x[1] + ...``: elementwise
-    work over the batch (XLA's reduction over a leading axis is a slow loop on CPU)."""
-    return functools.reduce(operator.add, list(x))
 
 
 def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...] = ()

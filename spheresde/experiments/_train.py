@@ -285,7 +285,8 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
 TRAIN_THREADS = max(1, min(2, os.cpu_count() or 1))
 """Groups into which the runs of a depth are split, each vmapped into one program and run
 on its own thread: XLA keeps about 1.3 of 2 cores busy with one such program, so two
-groups at once train more runs per second (``tests/benchmarks/bench_train.py``)."""
+groups at once train more runs per second (1.22 times at the quick depth on idle cores;
+the measurement is in ``docs/theory/training.rst``)."""
 
 
 def _groups(points: list[dict], parts: int = TRAIN_THREADS) -> list[list[dict]]:

@@ -141,7 +141,8 @@ def test_dry_run_counts_trajectory_steps_and_calibrates(tmp_path, capsys):
     assert "estimated wall time" in out
     # the probes run the full horizon with absorption: by T = 100 nearly every pair has
     # settled (the exact finite-horizon undecided share is far below 1% here)
-    share = re.search(r"early absorption: ([0-9.]+)% of the steps simulated in 2 probe", out)
+    share = re.search(r"probes: 2 point\(s\) over the grid, 100 trajectories each over the "
+                      r"full horizon; early absorption: ([0-9.]+)% of the steps simulated", out)
     assert share, out
     assert float(share.group(1)) < 50
     assert "finishing (the laws of a row)" in out
@@ -168,6 +169,26 @@ def test_dry_run_share_of_a_varying_horizon_is_of_its_own_steps(tmp_path):
     assert len(set(steps)) == 2  # eps = 0.1 runs to 100, eps = 1.5 to 4
     assert f"x {round(np.mean(steps))} steps on average" in text
     assert plan.seconds > 0
+
+
+@pytest.mark.slow
+def test_dry_run_prices_the_grid_where_it_costs_not_at_its_first_point(tmp_path):
+    """A grid whose first point is its cheapest (3 tokens, then 48: a layer costs about
+    n^2 d) is priced by probes over the grid, not at the first point's speed: the
+    priced cost of a trajectory-step is well above the first point's (half the steps
+    are at n = 48, each far dearer than one at n = 3). Constant weights: nothing is
+    absorbed, so only the cost per step differs."""
+    from spheresde.experiments import RunOptions, TokensSpec, estimate_sweep
+
+    spec = TokensSpec(tokens=(3, 48), betas=(1.0,), trajectories=256, layers=5, horizon=8.0,
+                      weights="constant")
+    text = "\n".join(estimate_sweep(spec, tmp_path / "o", RunOptions(quiet=True)).lines)
+    priced = re.search(r"probes: 2 point\(s\) over the grid, 256 trajectories each over the "
+                       r"full horizon(?:; early absorption: 100.0% of the steps simulated)?; "
+                       r"priced at ([0-9]+) ns a trajectory-step \(the first "
+                       r"point, every step: ([0-9]+) ns\)", text)
+    assert priced, text
+    assert int(priced.group(1)) > 3 * int(priced.group(2)), text
 
 
 @pytest.mark.slow

@@ -14,11 +14,16 @@ trajectory-steps, and prices them by measurements made now, in this process:
 - **finishing**: ``spec.finish`` (the laws a row is compared with) timed at up to
   :data:`FINISH_POINTS` points spread over the grid, per point left (its cost varies
   over the grid: the finite-depth law of a phase point takes 0.3 s to 5 s);
-- **absorption**: with early absorption (on by default) the same points run probe chunks
-  of :data:`PROBE_TRAJECTORIES` trajectories over the full horizon, and the share of their
-  steps actually simulated (of each probe point's own horizon) scales the stepping. It
-  is skipped (every step counted) when the probes would take more than
-  :data:`PROBE_BUDGET` seconds, or when the sweep cannot absorb (more than two tokens).
+- **probes**: up to :data:`PROBES` points spread over the grid run a chunk of
+  :data:`PROBE_TRAJECTORIES` trajectories over their full horizon (with early absorption
+  when the sweep absorbs), timed; the stepping is priced by their seconds per nominal
+  trajectory-step (a ratio over the probes: points with long horizons weigh more), so
+  that a grid whose points differ in cost (more tokens, a larger d, trajectories that
+  are absorbed early or never) is priced where it costs and not at its first point. The
+  probes' narrower batch is corrected by the speed of the two batch widths measured at
+  the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
+  calibrated speed (every step counted); with fewer than two, the first point's speed
+  prices every step.
 
 With ``--workers N`` stepping and compiling are divided by N (each worker compiles what
 it runs, so compiling is divided only as far as there are programs to share);
@@ -37,6 +42,7 @@ from ._store import ParameterMismatch, open_store
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
+PROBES = 9  # points probed over the full horizon, at most
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
 FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
@@ -135,6 +141,40 @@ def _programs(spec: Any, points: list[dict]) -> tuple[int, float]:
     return min(programs, len(points)), (sum(tries) / len(tries) if tries else 0.0)
 
 
+class Probes(NamedTuple):
+    """What the probes measured: their number, seconds per nominal trajectory-step (of
+    the points' own horizons, compiling excluded), the share of those steps simulated,
+    and the counts of each probe chunk."""
+
+    points: int
+    seconds_per_step: float
+    share: float
+    counts: list[dict]
+
+
+def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | None:
+    """Probe chunks of ``size`` trajectories at as many points spread over ``points`` (at
+    most :data:`PROBES`) as fit in :data:`PROBE_BUDGET` seconds at ``rate`` with every step
+    counted; None when fewer than two fit (or there is one point and it does not)."""
+    chosen: list[dict] = []
+    for count in range(min(PROBES, len(points)), 0, -1):
+        chosen = _spread(points, count)
+        if size * sum(map(spec.point_steps, chosen)) / rate <= PROBE_BUDGET:
+            break
+    else:
+        return None
+    if len(chosen) < min(2, len(points)):
+        return None
+    took, nominal, simulated, counts = 0.0, 0, 0, []
+    for point in chosen:
+        start, compiled = time.perf_counter(), _compile_seconds()
+        counts.append(spec.chunk(point, 0, size))
+        took += max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0)
+        nominal += size * spec.point_steps(point)
+        simulated += counts[-1].get("steps", size * spec.point_steps(point))
+    return Probes(len(chosen), took / max(nominal, 1), simulated / max(nominal, 1), counts)
+
+
 def _spread(points: list[dict], count: int = 3) -> list[dict]:
     """Up to ``count`` points spread evenly over the grid, the first and the last
     included."""
@@ -190,7 +230,6 @@ def plan_chunked(spec: Any, out: Path, name: str,
     if not left_points:
         lines.append("  estimated wall time: nothing to compute")
         return Plan(lines, 0.0)
-    probes = _spread(left_points)
     finish_points = _spread(left_points, FINISH_POINTS)
     parallel = max(1, options.workers)
     workers = '1 process' if parallel == 1 else f'{parallel} workers'
@@ -204,25 +243,34 @@ def plan_chunked(spec: Any, out: Path, name: str,
     compile_s, rate = _calibrate(spec, left_points[0], steps,
                                  min(sizes[0], CALIBRATION_TRAJECTORIES))
     programs, extra_program = _programs(spec, left_points)
-    share, simulated_note = 1.0, "every step counted"
-    probe_steps = [spec.point_steps(p) for p in probes]
-    if spec.absorbs() and PROBE_TRAJECTORIES * sum(probe_steps) / rate <= PROBE_BUDGET:
-        counts = [spec.chunk(p, 0, PROBE_TRAJECTORIES) for p in probes]
-        simulated = sum(c.get("steps", 0) for c in counts)
-        share = simulated / (PROBE_TRAJECTORIES * sum(probe_steps))
-        simulated_note = (f"early absorption: {share:.1%} of the steps simulated in "
-                          f"{len(probes)} probe chunk(s) of {PROBE_TRAJECTORIES} trajectories")
-    else:  # finishing needs the counts of one chunk, any
-        counts = [spec.chunk(probes[0], 0, PROGRAM_TRAJECTORIES)]
+    narrow = min(sizes[0], PROBE_TRAJECTORIES)
+    probe = _probe(spec, left_points, narrow, rate)
+    if probe is None:  # the probes would cost too much: every step at the first point's speed
+        seconds_per_step = 1 / rate
+        counts = [spec.chunk(left_points[0], 0, PROGRAM_TRAJECTORIES)]  # for finishing
+        probe_note = ("every step counted at the first point's speed (probes over the full "
+                      f"horizon would take more than {PROBE_BUDGET:.0f} s)")
+    else:
+        correction = 1.0  # the probes' narrower batch against the real one, at the first point
+        if narrow < min(sizes[0], CALIBRATION_TRAJECTORIES):
+            correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
+        seconds_per_step = probe.seconds_per_step * correction
+        counts = probe.counts
+        absorbed = (f"; early absorption: {probe.share:.1%} of the steps simulated"
+                    if spec.absorbs() else "")
+        probe_note = (f"probes: {probe.points} point(s) over the grid, {narrow} trajectories "
+                      f"each over the full horizon{absorbed}; priced at "
+                      f"{seconds_per_step * 1e9:.0f} ns a trajectory-step (the first point, "
+                      f"every step: {1e9 / rate:.0f} ns)")
     setup, per_point = _finish_seconds(spec, finish_points, counts[0])
-    stepping = share * work / rate / parallel
+    stepping = seconds_per_step * work / parallel
     compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)
     finishing = setup + per_point * len(left_points)
     estimate = stepping + compiling + finishing
     lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process, "
                  f"compiling {compile_s:.1f} s, then {extra_program:.1f} s for each of "
                  f"{programs - 1} more program(s)")
-    lines.append(f"  {simulated_note}")
+    lines.append(f"  {probe_note}")
     lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
                  f"{len(finish_points)} point(s)")
     lines.append(f"  estimated wall time: {duration(estimate)} ({workers}: stepping "

@@ -116,6 +116,14 @@ def _bucket(live: int, full: int) -> int:
     return min(full, max(_MIN_BATCH, 1 << (live - 1).bit_length()))
 
 
+def _host_take(a, pick: np.ndarray):
+    """``a[pick]`` gathered on the host (a typed key array through its key data)."""
+    if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(np.asarray(jax.random.key_data(a))[pick],
+                                        impl=jax.random.key_impl(a))
+    return np.asarray(a)[pick]
+
+
 def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: Callable, *,
                     steps: int, segment: int) -> tuple[np.ndarray, int]:
     """Advance a batch of trajectories ``segment`` steps at a time, dropping absorbed ones.
@@ -150,7 +158,10 @@ def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: C
             break
         size = _bucket(lanes.size, full)
         pick = np.concatenate([keep, np.full(size - keep.size, keep[0])])
-        state = tuple(a[pick] for a in state)
+        # gathered on the host: a device gather compiles a program for every pair of batch
+        # sizes (with its index checks, most of a quick sweep's compilations); the state is
+        # small and its status has just come to the host anyway
+        state = tuple(_host_take(a, pick) for a in state)
     if lanes.size:
         codes[lanes] = np.asarray(finish(state))[: lanes.size]
     return codes, work

@@ -51,10 +51,11 @@ class ReproduceSpec(ExperimentSpec):
     rules: ClassVar = (_data_dir_is_for_paper,)
 
     scale: Literal["quick", "paper", "smoke"] = param(
-        "quick", "quick: about 4 minutes on 2 CPU cores, half of it Figure 2's training; "
-        "paper: the paper's sizes (hours of Monte Carlo on 2 CPU cores even with --workers "
-        "2, and Figure 2 on Fashion-MNIST about 11 h: use a GPU or Dask, and --dry-run for "
-        "an estimate); smoke: toy sizes in seconds, to check the pipeline")
+        "quick", "quick: about 3 minutes on 2 CPU cores, more than half of it Figure 2's "
+        "training; paper: the paper's sizes (about 2 hours on 2 CPU cores with --workers 2 "
+        "and Figure 2 on the digits, and Figure 2 on Fashion-MNIST about 11 h more: use a "
+        "GPU or Dask, and --dry-run for an estimate); smoke: toy sizes in seconds, to check "
+        "the pipeline")
     data_dir: str = param(
         "", "paper scale: folder with CIFAR-10's python-version batches (or Fashion-MNIST's "
         "IDX files) for Figure 2; without it Figure 2 trains on Fashion-MNIST when `apt-get "

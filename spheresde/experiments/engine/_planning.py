@@ -156,22 +156,20 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
     """Probe chunks of ``size`` trajectories at as many points spread over ``points`` (at
     most :data:`PROBES`) as fit in :data:`PROBE_BUDGET` seconds at ``rate`` with every step
     counted; None when fewer than two fit (or there is one point and it does not)."""
-    chosen: list[dict] = []
-    for count in range(min(PROBES, len(points)), 0, -1):
+    for count in range(min(PROBES, len(points)), min(2, len(points)) - 1, -1):
         chosen = _spread(points, count)
         if size * sum(map(spec.point_steps, chosen)) / rate <= PROBE_BUDGET:
             break
     else:
-        return None
-    if len(chosen) < min(2, len(points)):
         return None
     took, nominal, simulated, counts = 0.0, 0, 0, []
     for point in chosen:
         start, compiled = time.perf_counter(), _compile_seconds()
         counts.append(spec.chunk(point, 0, size))
         took += max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0)
-        nominal += size * spec.point_steps(point)
-        simulated += counts[-1].get("steps", size * spec.point_steps(point))
+        steps = size * spec.point_steps(point)
+        nominal += steps
+        simulated += counts[-1].get("steps", steps)
     return Probes(len(chosen), took / max(nominal, 1), simulated / max(nominal, 1), counts)
 
 

@@ -664,6 +664,32 @@ def check_cluster_absorption() -> Check:
     )
 
 
+def check_cone_absorption() -> Check:
+    """Constant weights: the tokens' cone only shrinks (proofs_check.cone).
+
+    Returns
+    -------
+    Check
+        Residuals: the lemma's two identities for 3 and 4 explicit vectors in R^3; the sign
+        checks of their right-hand sides and of the noiseless layer's coefficients.
+    """
+    from .cone import cone_identity_residuals, cone_signs
+
+    residuals = {**cone_identity_residuals(3, 3), **cone_identity_residuals(4, 3)}
+    for n in (3, 4):
+        residuals.update({label: sp.Integer(0 if ok else 1)
+                          for label, ok in cone_signs(n).items()})
+    return Check.from_residuals(
+        "Constant weights V = Id: min rho_ij never decreases (tight clusters stay single)",
+        "rho_ij >= c >= 0 for all i, j  =>  cos(u, v) >= c on the tokens' cone",
+        "Y_i = sum_j (delta_ij + h w_ij) X_j, coefficients > 0; <u,v> - c sum a sum b = "
+        "sum a_i b_j (rho_ij - c), (sum a)^2 - |u|^2 = sum_{i!=j} a_i a_j (1 - rho_ij)",
+        residuals,
+        "exact in any beta, h = 1/sqrt(L) and depth; absorbed once max (1 - rho_ij) < tol/2 "
+        "(margin tol/2 against rounding); with noise the cone is not invariant",
+    )
+
+
 # Beyond the paper: the diffusion-limit engine (proofs_check.layers)
 
 
@@ -791,6 +817,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_proposition1,
     check_formations,
     check_cluster_absorption,
+    check_cone_absorption,
     check_engine,
     check_layernorm,
     check_heads,

@@ -298,7 +298,8 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     r"""Outcome codes of ``trajectories`` runs of the discrete network with two uniform
     tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius, identity Q and K),
     with early absorption at ``bound`` (0: none), for ``steps`` layers (the caller's
-    ``network_depth`` of its horizon).
+    ``network_depth`` of its horizon). Without noise (constant weights) only the single
+    cluster is absorbed, with certainty, at :func:`cone_absorption_level`.
 
     The pair is carried by :math:`s = X_1 + X_2` and :math:`m = X_1 - X_2`
     (:mod:`spheresde._pair`: the same layer, exact in law, with :math:`1 \pm \rho`
@@ -338,6 +339,8 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     z_lo, z_hi = absorption_levels(float(beta), float(d), float(eps), float(mu), float(tol),
                                    float(bound) if noisy else 0.0)
     gap_single = 2 / (1 + math.exp(2 * z_hi)) if math.isfinite(z_hi) else -1.0  # 1 - rho_+
+    if not noisy:  # certain: rho never decreases without noise (proofs_check.cone)
+        gap_single = cone_absorption_level(float(tol), float(bound)) or -1.0
     gap_anti = 2 / (1 + math.exp(-2 * z_lo)) if math.isfinite(z_lo) else -1.0  # 1 + rho_-
     start_key, path_key = jax.random.split(key)
     x0 = normalize(sample_uniform(start_key, (trajectories, 2), d, dtype), norm)
@@ -415,16 +418,41 @@ def cluster_absorption_level(tokens: int, beta: float, d: int, eps: float, mu: f
     return float(np.max(np.where(certified, grid_v * bound ** (1 / grid_p), 0.0)))
 
 
-@jax.jit
-def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step):
+@functools.partial(jax.jit, static_argnames=("noisy",))
+def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step, *, noisy=True):
     """``count`` layers from layer ``start`` (a multiple of the block; both traced) of the
-    network with ``full`` noise, one flat normal draw per lane and block of 16 layers."""
+    network with ``full`` noise, one flat normal draw per lane and block of 16 layers
+    (``noisy=False``: no draws, the noiseless network)."""
     from ._network import layer
 
     d = x.shape[-1]
     one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
                                             "full", 1.0))
-    return _blocks(one_layer, x, keys, start, count, (d, d), x.dtype, True)
+    return _blocks(one_layer, x, keys, start, count, (d, d), x.dtype, noisy)
+
+
+def cone_absorption_level(tol: float, bound: float) -> float:
+    r"""The spread :math:`\max_{i<j}(1 - 
+ho_{ij})` below which tokens of the *noiseless*
+    network (constant weights :math:`V = I`) are absorbed as a single cluster:
+    ``tol / 2``, or 0.0 (never absorb) when ``bound`` is 0.
+
+    Certain, not probable: each noiseless layer makes every token a non-negative
+    combination of the tokens, so :math:`\min
+ho_{ij}` never decreases
+    (:mod:`proofs_check.cone`, a row of the report) and a spread below ``tol`` stays below
+    it to the horizon, whatever ``bound``. The factor 1/2 is a margin against rounding.
+    """
+    return tol / 2 if bound > 0 else 0.0
+
+
+def token_spread(x) -> np.ndarray:
+    r""":math:`\max_{i<j}(1 - 
+ho_{ij}) = \max_{i<j}	frac12|X_i - X_j|^2` of unit tokens
+    ``(..., n, d)``, in float64 from the differences (as :func:`token_gap`)."""
+    x = np.asarray(x, float)
+    diff = x[..., :, None, :] - x[..., None, :, :]
+    return np.max(np.sum(diff * diff, axis=-1), axis=(-2, -1)) / 2
 
 
 def token_gap(x) -> np.ndarray:
@@ -444,7 +472,9 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     identity Q and K, ``full`` noise) for ``steps`` layers (the caller's ``network_depth``
     of its horizon), absorbed as single once the gap
     :math:`V = \sum_{i<j}(1-\rho_{ij})` is below :func:`cluster_absorption_level` at a segment
-    boundary (``bound = 0``, constant weights: never).
+    boundary (``bound = 0``: never). Constant weights (no noise) are absorbed, with
+    certainty, once :func:`token_spread` is below :func:`cone_absorption_level`, and draw
+    no normals.
 
     Trajectory ``i`` draws the noise of layers ``16 j .. 16 j + 15`` from
     ``fold_in(fold_in(key, i), j)``, so its path does not depend on the others or on when
@@ -462,8 +492,13 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     mu, eps = weights.limit()
     drift_step, noise_step = (float(v) for v in weights.layer_steps(layers))
-    level = cluster_absorption_level(tokens, float(beta), d, float(eps), float(mu), float(tol),
-                                     float(bound) if noise_step != 0.0 else 0.0)
+    noisy = noise_step != 0.0
+    if noisy:
+        level = cluster_absorption_level(tokens, float(beta), d, float(eps), float(mu),
+                                         float(tol), float(bound))
+        gap = token_gap
+    else:
+        level, gap = cone_absorption_level(float(tol), float(bound)), token_spread
     start_key, path_key = jax.random.split(key)
     x0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
@@ -472,10 +507,11 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
 
     def advance(state, start, count):
         x, lane_keys, lanes = state
-        return _advance_tokens(x, lane_keys, start, count, *scalars), lane_keys, lanes
+        return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy), lane_keys,
+                lanes)
 
     def status(state):
-        return np.where(token_gap(state[0]) < level, SINGLE, LIVE)
+        return np.where(gap(state[0]) < level, SINGLE, LIVE)
 
     def finish(state):
         x, _, lanes = state
@@ -489,4 +525,5 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
 
 
 __all__ = ["LIVE", "absorbing_network", "absorbing_rho", "absorbing_tokens",
-           "absorption_levels", "cluster_absorption_level", "run_in_segments", "token_gap"]
+           "absorption_levels", "cluster_absorption_level", "cone_absorption_level",
+           "run_in_segments", "token_gap", "token_spread"]

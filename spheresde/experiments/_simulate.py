@@ -126,8 +126,9 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
     under ``discrete`` the one that absorbs near the single cluster
     (:func:`spheresde._absorption.absorbing_tokens`; antipodal formations are never
-    absorbed); the particle SDE and :class:`~spheresde.transformer.ConstantWeights` (no
-    noise) run the full horizon.
+    absorbed; under :class:`~spheresde.transformer.ConstantWeights`, no noise, the single
+    cluster is absorbed with certainty); the particle SDE and ``reduced`` under constant
+    weights run the full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
@@ -160,7 +161,7 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                         trajectories=trajectories, layers=layers,
                                         steps=steps, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
-    elif method == "discrete" and norm.paper and not constant:
+    elif method == "discrete" and norm.paper:
         codes, minority, work = absorbing_tokens(key, tokens=tokens, beta=beta, d=d,
                                                  weights=weights, trajectories=trajectories,
                                                  layers=layers, steps=steps, tol=tol,

@@ -25,31 +25,22 @@ from pathlib import Path
 ESTIMATE = """
 import json, sys
 from pathlib import Path
-from spheresde.experiments._scales import SCALES
 from spheresde.experiments.engine._driver import RunOptions
-from spheresde.experiments.engine._planning import plan_chunked
-from spheresde.experiments._train import train_estimate
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
-spec = sweeps[sys.argv[2]]
-if hasattr(spec, "chunk"):
-    lines, seconds = plan_chunked(spec, Path(sys.argv[3]), sys.argv[2], RunOptions(quiet=True))
-else:
-    lines, parts = train_estimate(spec, spec.points())
-    seconds = sum(parts.values())
-print("\\n".join(lines), file=sys.stderr)
-print(json.dumps(seconds))
+plan = sweeps[sys.argv[2]].plan(Path(sys.argv[3]), RunOptions(quiet=True), name=sys.argv[2])
+print("\\n".join(plan.lines), file=sys.stderr)
+print(json.dumps(plan.seconds))
 """
 
 MEASURE = """
 import json, sys, time
 from pathlib import Path
-from spheresde.experiments.engine._driver import RunOptions, run_sweep
+from spheresde.experiments.engine._driver import RunOptions
 from spheresde.experiments._reproduce import _sweeps, ReproduceSpec
 sweeps, _ = _sweeps(ReproduceSpec(scale=sys.argv[1]))
-spec = sweeps[sys.argv[2]]
 start = time.perf_counter()
-run_sweep(spec, Path(sys.argv[3]), RunOptions(quiet=True), name=sys.argv[2])
+sweeps[sys.argv[2]].run(Path(sys.argv[3]), RunOptions(quiet=True), name=sys.argv[2])
 print(json.dumps(time.perf_counter() - start))
 """
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -48,6 +49,13 @@ def _gram(tokens: Array) -> Array:
 
 def classify_gram(gram: Array, tol: float = DEFAULT_TOL) -> Array:
     """Outcome codes from Gram matrices ``(..., n, n)`` of unit tokens (see :func:`classify`)."""
+    return _classify_gram(gram, tol)
+
+
+@jax.jit
+def _classify_gram(gram, tol):
+    # one compiled program per shape: eager, its ten operations compiled one by one for
+    # every batch width that early absorption leaves (most of a quick sweep's compiling)
     n = gram.shape[-1]
     off = ~jnp.eye(n, dtype=bool)
     single = jnp.all(jnp.where(off, gram > 1 - tol, True), axis=(-2, -1))
@@ -81,7 +89,12 @@ def classify(tokens: Array, tol: float = DEFAULT_TOL) -> Array:
     Array
         Integer codes of shape ``(...)``.
     """
-    return classify_gram(_gram(tokens), tol)
+    return _classify_tokens(tokens, tol)
+
+
+@jax.jit
+def _classify_tokens(tokens, tol):
+    return _classify_gram(_gram(tokens), tol)
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,11 @@ def cluster_sizes(tokens: Array) -> Array:
     configuration these are its two clusters, for a single cluster ``(n, 0)``. Only
     meaningful where :func:`classify` is not :data:`UNDECIDED`.
     """
+    return _cluster_sizes(tokens)
+
+
+@jax.jit
+def _cluster_sizes(tokens):
     gram = _gram(tokens)
     with_first = jnp.sum(gram[..., 0, :] > 0, axis=-1)
     n = gram.shape[-1]

@@ -176,12 +176,12 @@ def test_dry_run_prices_the_grid_where_it_costs_not_at_its_first_point(tmp_path)
     """A grid whose first point is its cheapest (3 tokens, then 48: a layer costs about
     n^2 d) is priced by probes over the grid, not at the first point's speed: the
     priced cost of a trajectory-step is well above the first point's (half the steps
-    are at n = 48, each far dearer than one at n = 3). Constant weights: nothing is
+    are at n = 48, each far dearer than one at n = 3). ``absorb=0``: nothing is
     absorbed, so only the cost per step differs."""
     from spheresde.experiments import RunOptions, TokensSpec, estimate_sweep
 
     spec = TokensSpec(tokens=(3, 48), betas=(1.0,), trajectories=256, layers=5, horizon=8.0,
-                      weights="constant")
+                      weights="constant", absorb=0.0)
     text = "\n".join(estimate_sweep(spec, tmp_path / "o", RunOptions(quiet=True)).lines)
     priced = re.search(r"probes: 2 point\(s\) over the grid, 256 trajectories each over the "
                        r"full horizon(?:; early absorption: 100.0% of the steps simulated)?; "
@@ -292,3 +292,52 @@ def test_report_states_the_networks_mean_signed_z_against_its_limit():
     # the reduced method's chain is the Euler chain of the reduced SDE, not the network
     text = _network_offset([row(0.49, 0.5, 0.48)], 10, "reduced")
     assert text.startswith("The reduced SDE's Euler chain with L = 10 is not its limit")
+
+
+@pytest.mark.slow
+def test_dry_run_counts_the_programs_that_absorption_compiles(tmp_path):
+    """Early absorption narrows a batch to new widths, and each width compiles programs of
+    its own (the stepping and the classification at the horizon) that the one-field tries
+    never meet. From empty caches both times, the programs the plan counts must be those
+    the run then compiles (seen by jax.monitoring), within 30 %: the tries alone counted
+    2 of the run's 11 or so (constant weights at beta = 3: about a third of the
+    trajectories absorbed at each of several segment boundaries)."""
+    import jax
+    import jax.monitoring
+
+    from spheresde.experiments import RunOptions, TokensSpec, estimate_sweep
+
+    spec = TokensSpec(tokens=(3, 4), betas=(3.0,), trajectories=256, layers=5, horizon=60.0,
+                      weights="constant")
+    jax.clear_caches()
+    text = "\n".join(estimate_sweep(spec, tmp_path / "plan", RunOptions(quiet=True)).lines)
+    more = re.search(r"for each of ([0-9]+) more program\(s\)", text)
+    assert more, text
+    counted = int(more.group(1)) + 1
+    compiled = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **kw: compiled.append(event)
+        if event.endswith("backend_compile_duration") else None)
+    jax.clear_caches()
+    spec.run(tmp_path / "run", RunOptions(quiet=True), name="tokens")
+    assert 0.7 * len(compiled) <= counted <= 1.3 * len(compiled), (counted, len(compiled))
+
+
+@pytest.mark.slow
+def test_dry_run_times_what_the_figure_needs(tmp_path):
+    """dominance's figure derives the formation thresholds (seconds of SymPy): the plan
+    calls the spec's figure_needs and prices them, and says when the figure itself could
+    not be drawn from the few rows it has."""
+    from spheresde.experiments import DominanceSpec, RunOptions, estimate_sweep
+
+    called = []
+    spec = DominanceSpec(tokens=(2,), dims=(3,), betas=(1.0, 4.0), eps=(0.5, 1.0),
+                         trajectories=16, layers=5, horizon=4.0, horizon_scale=1.0)
+    original = type(spec).figure_needs
+    try:
+        type(spec).figure_needs = (lambda: called.append(True),)
+        text = "\n".join(estimate_sweep(spec, tmp_path / "o", RunOptions(quiet=True)).lines)
+    finally:
+        type(spec).figure_needs = original
+    assert called == [True]
+    assert re.search(r"; the figure [0-9.]+ s", text), text

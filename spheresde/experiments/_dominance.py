@@ -74,6 +74,13 @@ class DominanceRow:
         return self.p_exact_horizon, 0.0
 
 
+def _formation_laws() -> dict:
+    """The formation thresholds the figure's edges are fitted against (derived once)."""
+    from proofs_check.export import formation_coefficients
+
+    return formation_coefficients("numpy")
+
+
 @dataclass(frozen=True)
 class DominanceSpec(AbstractScaledHorizonSpec):
     """Figure 4 for several n and d: the dominant outcome of the hybrid network and its edge.
@@ -87,6 +94,7 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
     rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least)
     row_type: ClassVar[type] = DominanceRow
+    figure_needs: ClassVar = (_formation_laws,)  # the edges' linear thresholds
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "dim": "dims", "beta": "betas",
                                       "eps": "eps"}
     report_rank: ClassVar[int] = 50

@@ -13,7 +13,8 @@ trajectory-steps, and prices them by measurements made now, in this process:
   the count of programs by its number of values (the tries' mean time prices one);
 - **finishing**: ``spec.finish`` (the laws a row is compared with) timed at up to
   :data:`FINISH_POINTS` points spread over the grid, per point left (its cost varies
-  over the grid: the finite-depth law of a phase point takes 0.3 s to 5 s);
+  over the grid: the finite-depth law of a phase point takes 0.3 s to 5 s), and the
+  figure drawn from those rows (``dominance``'s edges derive the formation thresholds);
 - **probes**: up to :data:`PROBES` points spread over the grid run a chunk of
   :data:`PROBE_TRAJECTORIES` trajectories over their full horizon (with early absorption
   when the sweep absorbs), timed; the stepping is priced by their seconds per nominal
@@ -23,11 +24,15 @@ trajectory-steps, and prices them by measurements made now, in this process:
   probes' narrower batch is corrected by the speed of the two batch widths measured at
   the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
   calibrated speed (every step counted); with fewer than two, the first point's speed
-  prices every step.
+  prices every step. The programs the probes compile (early absorption narrows a batch
+  to widths that compile programs of their own, which the tries above never reach) are
+  counted, and each family of points that compiles its own is priced at what a probed
+  family compiled.
 
 With ``--workers N`` stepping and compiling are divided by N (each worker compiles what
 it runs, so compiling is divided only as far as there are programs to share);
-finishing runs in this process. Nothing is written.
+finishing runs in this process. Nothing is written (the figure is drawn in a scratch
+directory).
 """
 
 from __future__ import annotations
@@ -87,47 +92,57 @@ def plan_points(spec: Any, out: Path, name: str, options: Any) -> Plan:
 
 
 def _calibrate(spec: Any, point: dict, steps: int,
-               size: int) -> tuple[float, float]:
-    """(compile seconds, trajectory-steps per second) of a chunk of ``size`` at ``point``
-    with a short horizon."""
+               size: int) -> tuple[float, float, float]:
+    """(first-call seconds, trajectory-steps per second, the part of the first call's
+    excess that JAX spent compiling) of a chunk of ``size`` at ``point`` with a short
+    horizon."""
     short_steps = min(steps, CALIBRATION_STEPS)
     short = spec.shortened(short_steps)
-    start = time.perf_counter()
+    start, compiled = time.perf_counter(), _compile_seconds()
     short.chunk(point, 0, size)
-    first = time.perf_counter() - start
+    first, compiled = time.perf_counter() - start, _compile_seconds() - compiled
     start = time.perf_counter()
     short.chunk(point, 0, size)
     second = time.perf_counter() - start
-    return max(first - second, 0.0), size * short_steps / max(second, 1e-9)
+    return max(first - second, 0.0), size * short_steps / max(second, 1e-9), compiled
 
 
-_COMPILED = {"seconds": 0.0, "listening": False}
+_COMPILED = {"seconds": 0.0, "programs": 0, "listening": False}
 
 
 def _compile_seconds() -> float:
-    """Seconds JAX has spent compiling in this process since the first call (a
-    :mod:`jax.monitoring` listener, registered once)."""
+    """Seconds JAX has spent tracing, lowering and compiling in this process since the
+    first call (a :mod:`jax.monitoring` listener, registered once)."""
+    return _compiled()[0]
+
+
+def _compiled() -> tuple[float, int]:
+    """(seconds, programs) JAX has compiled in this process since the first call."""
     if not _COMPILED["listening"]:
         import jax.monitoring
 
         def heard(event: str, seconds: float, **kwargs) -> None:
-            if event.endswith("backend_compile_duration"):
+            # tracing and lowering count too: for the layer loops they cost about as much
+            # as XLA's compile itself
+            if event.startswith("/jax/core/compile/"):
                 _COMPILED["seconds"] += seconds
+            if event.endswith("backend_compile_duration"):
+                _COMPILED["programs"] += 1
 
         jax.monitoring.register_event_duration_secs_listener(heard)
         _COMPILED["listening"] = True
-    return _COMPILED["seconds"]
+    return _COMPILED["seconds"], _COMPILED["programs"]
 
 
-def _programs(spec: Any, points: list[dict]) -> tuple[int, float]:
-    """How many programs the sweep over ``points`` compiles, and the seconds one more
-    program costs: the product of the counts of values of the grid fields whose change
-    alone compiles a new program (tried with a tiny chunk of the real horizon at the first
-    point: a horizon that follows a field, as the hybrid sweeps' eps, compiles a program
-    per value), and the mean time of those tries."""
+def _programs(spec: Any, points: list[dict]) -> tuple[int, float, tuple[str, ...]]:
+    """How many programs the sweep over ``points`` compiles, the seconds one more
+    program costs and the fields that compile: the product of the counts of values of the
+    grid fields whose change alone compiles a new program (tried with a tiny chunk of the
+    real horizon at the first point: a horizon that follows a field, as the hybrid sweeps'
+    eps, compiles a program per value), and the mean time of those tries."""
     first = points[0]
     spec.chunk(first, 0, PROGRAM_TRAJECTORIES)  # this size's program at the first point
-    programs, tries = 1, []
+    programs, tries, fields = 1, [], []
     for field in first:
         values = {p[field] for p in points}
         if len(values) < 2:
@@ -138,18 +153,25 @@ def _programs(spec: Any, points: list[dict]) -> tuple[int, float]:
         if _compile_seconds() > compiled:
             programs *= len(values)
             tries.append(time.perf_counter() - start)
-    return min(programs, len(points)), (sum(tries) / len(tries) if tries else 0.0)
+            fields.append(field)
+    return (min(programs, len(points)), (sum(tries) / len(tries) if tries else 0.0),
+            tuple(fields))
 
 
 class Probes(NamedTuple):
     """What the probes measured: their number, seconds per nominal trajectory-step (of
     the points' own horizons, compiling excluded), the share of those steps simulated,
-    and the counts of each probe chunk."""
+    the counts of each probe chunk, the probe points, and the programs they compiled
+    with the seconds that took (the batches that early absorption narrows compile
+    programs of their own, which the tries of :func:`_programs` never see)."""
 
     points: int
     seconds_per_step: float
     share: float
     counts: list[dict]
+    chosen: list[dict]
+    programs: int
+    compile_seconds: float
 
 
 def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | None:
@@ -162,7 +184,13 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
             break
     else:
         return None
+    import jax
+
     took, nominal, simulated, counts = 0.0, 0, 0, []
+    # from empty caches, so that the probes compile all that their points compile in a run
+    # of their own (the calibration and the tries have compiled some of it already)
+    jax.clear_caches()
+    compile_before = _compiled()
     for point in chosen:
         start, compiled = time.perf_counter(), _compile_seconds()
         counts.append(spec.chunk(point, 0, size))
@@ -170,7 +198,10 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
         steps = size * spec.point_steps(point)
         nominal += steps
         simulated += counts[-1].get("steps", steps)
-    return Probes(len(chosen), took / max(nominal, 1), simulated / max(nominal, 1), counts)
+    compile_after = _compiled()
+    return Probes(len(chosen), took / max(nominal, 1), simulated / max(nominal, 1), counts,
+                  chosen, compile_after[1] - compile_before[1],
+                  compile_after[0] - compile_before[0])
 
 
 def _spread(points: list[dict], count: int = 3) -> list[dict]:
@@ -182,19 +213,37 @@ def _spread(points: list[dict], count: int = 3) -> list[dict]:
 
 
 def _finish_seconds(spec: Any, points: list[dict],
-                    counts: dict) -> tuple[float, float]:
-    """(one-time setup seconds, mean seconds per point) of ``spec.finish`` at ``points``
-    given the same ``counts``: the first call's excess over the later ones is setup
-    (caches, lambdified laws)."""
-    took = []
+                    counts: dict) -> tuple[float, float, list]:
+    """(one-time setup seconds, mean seconds per point, the rows) of ``spec.finish`` at
+    ``points`` given the same ``counts``: the first call's excess over the later ones is
+    setup (caches, lambdified laws)."""
+    took, rows = [], []
     for point in points:
         start = time.perf_counter()
-        spec.finish(point, [counts])
+        rows.append(spec.finish(point, [counts]))
         took.append(time.perf_counter() - start)
     if len(took) == 1:
-        return 0.0, took[0]
+        return 0.0, took[0], rows
     per_point = sum(took[1:]) / len(took[1:])
-    return max(took[0] - per_point, 0.0), per_point
+    return max(took[0] - per_point, 0.0), per_point, rows
+
+
+def _plot_seconds(spec: Any, rows: list, name: str) -> tuple[float, str | None]:
+    """Seconds to draw the figure from ``rows`` (a few of the grid's, into a scratch
+    directory), its ``figure_needs`` first (such as the formation thresholds of
+    ``dominance``'s edges, most of its figure's time), and why the drawing could not be
+    timed (None: it was)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        for need in spec.figure_needs:
+            need()
+        try:
+            spec.plot(rows, Path(scratch) / f"{name}.png")
+        except Exception as err:  # a figure of a few rows may not draw: say so, price its needs
+            return time.perf_counter() - start, f"{type(err).__name__}: {err}"
+        return time.perf_counter() - start, None
 
 
 def plan_chunked(spec: Any, out: Path, name: str,
@@ -232,15 +281,16 @@ def plan_chunked(spec: Any, out: Path, name: str,
     parallel = max(1, options.workers)
     workers = '1 process' if parallel == 1 else f'{parallel} workers'
     if work == 0:  # no Monte Carlo: the rows are the laws alone
-        setup, per_point = _finish_seconds(spec, finish_points, {})
-        estimate = setup + per_point * len(left_points)
+        setup, per_point, rows = _finish_seconds(spec, finish_points, {})
+        plotting, _ = _plot_seconds(spec, rows, name)
+        estimate = setup + per_point * len(left_points) + plotting
         lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured "
                      f"at {len(finish_points)} point(s)")
         lines.append(f"  estimated wall time: {duration(estimate)} (no sampling)")
         return Plan(lines, estimate)
-    compile_s, rate = _calibrate(spec, left_points[0], steps,
-                                 min(sizes[0], CALIBRATION_TRAJECTORIES))
-    programs, extra_program = _programs(spec, left_points)
+    compile_s, rate, first_compiled = _calibrate(spec, left_points[0], steps,
+                                                 min(sizes[0], CALIBRATION_TRAJECTORIES))
+    programs, extra_program, compiling_fields = _programs(spec, left_points)
     narrow = min(sizes[0], PROBE_TRAJECTORIES)
     probe = _probe(spec, left_points, narrow, rate)
     if probe is None:  # the probes would cost too much: every step at the first point's speed
@@ -254,23 +304,39 @@ def plan_chunked(spec: Any, out: Path, name: str,
             correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
         seconds_per_step = probe.seconds_per_step * correction
         counts = probe.counts
+        # each family of points that compiles its own programs (one value of the compiling
+        # fields) compiles, in the run, about what a probed family compiled from empty
+        # caches: its programs, and more for each batch width that absorption leaves
+        families = len({tuple(p[f] for f in compiling_fields) for p in probe.chosen})
+        if probe.programs:
+            scale = programs / families
+            compiling_probed = probe.compile_seconds * scale
+            programs = max(1, round(probe.programs * scale))
+            extra_program = probe.compile_seconds / probe.programs
+            # the first call's excess beyond JAX's compiling (lambdified laws, caches) stays
+            compile_s = max(compile_s - first_compiled, 0.0) + extra_program
+            extra_program = (compiling_probed - extra_program) / max(programs - 1, 1)
         absorbed = (f"; early absorption: {probe.share:.1%} of the steps simulated"
                     if spec.absorbs() else "")
         probe_note = (f"probes: {probe.points} point(s) over the grid, {narrow} trajectories "
                       f"each over the full horizon{absorbed}; priced at "
                       f"{seconds_per_step * 1e9:.0f} ns a trajectory-step (the first point, "
                       f"every step: {1e9 / rate:.0f} ns)")
-    setup, per_point = _finish_seconds(spec, finish_points, counts[0])
+    setup, per_point, rows = _finish_seconds(spec, finish_points, counts[0])
+    plotting, unplotted = _plot_seconds(spec, rows, name)
     stepping = seconds_per_step * work / parallel
     compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)
-    finishing = setup + per_point * len(left_points)
+    finishing = setup + per_point * len(left_points) + plotting
     estimate = stepping + compiling + finishing
     lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process, "
                  f"compiling {compile_s:.1f} s, then {extra_program:.1f} s for each of "
                  f"{programs - 1} more program(s)")
     lines.append(f"  {probe_note}")
     lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
-                 f"{len(finish_points)} point(s)")
+                 f"{len(finish_points)} point(s); the figure "
+                 + (f"{plotting:.1f} s, drawn from their rows" if unplotted is None else
+                    f"{plotting:.1f} s for its derivations, the drawing not priced (from "
+                    f"{len(rows)} rows it failed: {unplotted})"))
     lines.append(f"  estimated wall time: {duration(estimate)} ({workers}: stepping "
                  f"{duration(stepping)}, compiling {duration(compiling)}, finishing "
                  f"{duration(finishing)})")

@@ -285,11 +285,14 @@ class AbstractChunkedSpec(AbstractSweepSpec):
     :meth:`finish`, :meth:`samples`, :meth:`point_steps` and :meth:`shortened`.
     ``absorbing`` names the field whose positive value lets trajectories stop early
     (None: they never do); the plan then probes what share of the steps is run.
+    ``figure_needs``: the callables (cached derivations) that :meth:`plot` needs before it
+    draws, which the plan times.
     """
 
     axes: ClassVar[dict[str, str]]
     absorbing: ClassVar[str | None] = None
     runs_in_chunks: ClassVar[bool] = True
+    figure_needs: ClassVar[tuple[Callable[[], Any], ...]] = ()
 
     def points(self) -> list[dict[str, Any]]:
         """Every combination of the :attr:`axes` fields' values, the first axis outermost."""

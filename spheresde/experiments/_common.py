@@ -22,7 +22,8 @@ SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_tha
 SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
 ABSORB = {"help": "early absorption bound: a trajectory (two tokens; n tokens near the single "
                   "cluster) stops once its chance of returning to the classification "
-                  "boundary is below this (0: off; see the scaling docs)",
+                  "boundary is below this; constant weights: once it is certain "
+                  "(0: off; see the scaling docs)",
           "check": lambda v: None if 0 <= v < 1 else "must be in [0, 1)"}
 
 

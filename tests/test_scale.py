@@ -272,7 +272,8 @@ def test_workers_give_the_serial_csv_byte_for_byte_even_when_one_dies(tmp_path):
 
 def test_report_states_the_networks_mean_signed_z_against_its_limit():
     # two points at p = 0.5 with 10,000 trajectories (se 0.005): offsets -0.01 and -0.02
-    # are z = -2 and -4, mean -3.00; a point with p = 0 (no error bar) is left out
+    # are z = -2 and -4, mean -3.00; a point with p = 0 (no error bar) is left out, and so
+    # is one whose law 1e-20 no sample of 10,000 can see (it would add z = 0 to the mean)
     from spheresde.experiments._phase import PhaseRow, _network_offset
 
     def row(p_mc, p, own=float("nan")):
@@ -280,9 +281,13 @@ def test_report_states_the_networks_mean_signed_z_against_its_limit():
                         stderr=0.005, p_exact=p, p_finite=p, beta_c=0.5, trajectories=10_000,
                         p_network=own)
 
-    text = _network_offset([row(0.49, 0.5), row(0.48, 0.5), row(0.0, 0.0)], 100)
+    text = _network_offset([row(0.49, 0.5), row(0.48, 0.5), row(0.0, 0.0),
+                            row(0.0, 1e-20)], 100)
     assert "over the 2 points" in text
     assert "mean signed z is -3.00" in text
+    # N p (1 - p) = 1 is resolved: 10,000 trajectories at p = 1.001e-4, none antipodal
+    text = _network_offset([row(0.49, 0.5), row(0.48, 0.5), row(0.0, 1.001e-4)], 100)
+    assert "over the 3 points" in text
     assert "p_network" not in text  # no chain law stored: nothing claimed about it
     # against its own law (0.48 for both: z = +2 and 0)
     text = _network_offset([row(0.49, 0.5, 0.48), row(0.48, 0.5, 0.48)], 100)

@@ -79,15 +79,22 @@ def largest_z(rows: list[Row]) -> tuple[float, float]:
             max(abs(z_score(r, r.p_exact)) for r in rows))
 
 
+def resolves(row: Row, p: float) -> bool:
+    """Whether the row's sample can see the reference ``p`` at all: ``N p (1 - p) >= 1``
+    (the binomial variance of its count at least one sample). A law of 1e-20 is 0 to any
+    sample; such points would only add z = 0 to a mean signed z and dilute it."""
+    return row.trajectories * p * (1 - p) >= 1
+
+
 def z_summary(rows: list[Row], column: str) -> tuple[int, int, float, float]:
     """Against the probabilities in ``column`` (``"p_finite"``, ``"p_network"``), over the
-    rows where it lies in (0, 1): the points within :data:`BAND` standard errors, their
-    number, the largest ``|z|`` and the mean signed ``z`` (:func:`z_score`)."""
-    zs = [z_score(r, getattr(r, column)) for r in rows if 0 < getattr(r, column) < 1]
+    rows whose sample :func:`resolves` it: the points within :data:`BAND` standard errors,
+    their number, the largest ``|z|`` and the mean signed ``z`` (:func:`z_score`)."""
+    zs = [z_score(r, getattr(r, column)) for r in rows if resolves(r, getattr(r, column))]
     if not zs:
         return 0, 0, 0.0, 0.0
     return (sum(abs(v) <= BAND for v in zs), len(zs), max(map(abs, zs)), sum(zs) / len(zs))
 
 
 __all__ = ["BAND", "agreement_band", "largest_z", "mc_agreement", "reference",
-           "standard_error", "z_score", "z_summary"]
+           "resolves", "standard_error", "z_score", "z_summary"]

@@ -346,3 +346,27 @@ def test_dry_run_times_what_the_figure_needs(tmp_path):
         type(spec).figure_needs = original
     assert called == [True]
     assert re.search(r"; the figure [0-9.]+ s", text), text
+
+
+def test_dry_run_measures_what_parallel_chunks_gain_instead_of_dividing_by_workers():
+    # A chunk that waits without holding the GIL (as a running JAX program does) runs as
+    # fast two at once as alone: speedup about 2. A chunk that holds the GIL in pure
+    # Python (as a program that already keeps the cores busy holds them) gains nothing:
+    # about 1. Dividing by the workers would have said 2 for both.
+    from spheresde.experiments.engine._planning import _speedup
+
+    class Spec:
+        def __init__(self, chunk):
+            self.chunk = chunk
+
+        def shortened(self, steps):
+            return self
+
+    def waits(point, k, size):
+        time.sleep(0.05)
+
+    def spins(point, k, size):  # a fixed amount of work, under the GIL
+        sum(i * i for i in range(200_000))
+
+    assert _speedup(Spec(waits), {}, 10, 16, 2) > 1.6
+    assert _speedup(Spec(spins), {}, 10, 16, 2) < 1.3

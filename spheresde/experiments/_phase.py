@@ -251,9 +251,9 @@ def _network_offset(rows: list[PhaseRow], layers: int, method: str = "discrete")
     ok, n, worst, mean = z_summary(rows, "p_finite")
     if not n:
         return ""
-    text = (f"{CHAIN_NAMES[method]} with L = {layers} is not its limit: over the {n} points whose law "
-            f"the sample resolves (N p(1-p) >= 1), against the limit SDE's law at the same T ({ok}/{n} within {BAND} "
-            f"standard errors) the largest |z| is {worst:.2f} and the mean signed z is "
+    text = (f"{CHAIN_NAMES[method]} with L = {layers} is not its limit: over the {n} points "
+            f"whose law the sample resolves (N p(1-p) >= 1), against the limit SDE's law at "
+            f"the same T ({ok}/{n} within {BAND} standard errors) the largest |z| is {worst:.2f} and the mean signed z is "
             f"{mean:+.2f} (0 for an unbiased estimate).")
     ok, n, worst, mean = z_summary(rows, "p_network")
     if n:

@@ -29,9 +29,13 @@ trajectory-steps, and prices them by measurements made now, in this process:
   counted, and each family of points that compiles its own is priced at what a probed
   family compiled.
 
-With ``--workers N`` stepping and compiling are divided by N (each worker compiles what
-it runs, so compiling is divided only as far as there are programs to share);
-finishing runs in this process. Nothing is written (the figure is drawn in a scratch
+With ``--workers N`` the stepping is divided by the speedup N chunks reach together on
+this machine's cores, measured (:func:`_speedup`: the calibration chunk alone, then N
+copies at once), not by N: one process of an n-token network already keeps two cores
+busy, and two workers on two cores then run it about 1.2 to 1.5 times as fast as one,
+where two tokens reach 1.9. Compiling is divided by N (each worker compiles what it runs,
+so compiling is divided only as far as there are programs to share); finishing runs in
+this process. Nothing is written (the figure is drawn in a scratch
 directory).
 """
 
@@ -49,6 +53,7 @@ CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
 PROBES = 9  # points probed over the full horizon, at most
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
+SPEEDUP_REPEATS = 3  # timings of the calibration chunk alone and together, best of each
 PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
 FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
 
@@ -105,6 +110,31 @@ def _calibrate(spec: Any, point: dict, steps: int,
     short.chunk(point, 0, size)
     second = time.perf_counter() - start
     return max(first - second, 0.0), size * short_steps / max(second, 1e-9), compiled
+
+
+def _speedup(spec: Any, point: dict, steps: int, size: int, parallel: int) -> float:
+    """How many times one chunk's throughput ``parallel`` chunks reach when they run at
+    once on this machine: the calibration chunk (already compiled) timed alone and in
+    ``parallel`` threads together, best of :data:`SPEEDUP_REPEATS` each. JAX releases
+    the GIL while a program runs, so the threads contend for the cores as the workers'
+    processes do; a program that already uses every core alone gains little."""
+    import threading
+
+    short = spec.shortened(min(steps, CALIBRATION_STEPS))
+
+    def timed(copies: int) -> float:
+        threads = [threading.Thread(target=short.chunk, args=(point, 0, size))
+                   for _ in range(copies)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.perf_counter() - start
+
+    alone = min(timed(1) for _ in range(SPEEDUP_REPEATS))
+    together = min(timed(parallel) for _ in range(SPEEDUP_REPEATS))
+    return parallel * alone / max(together, 1e-9)
 
 
 _COMPILED = {"seconds": 0.0, "programs": 0, "listening": False}
@@ -242,7 +272,8 @@ def _plot_seconds(spec: Any, rows: list, name: str) -> tuple[float, str | None]:
         try:
             spec.plot(rows, Path(scratch) / f"{name}.png")
         except Exception as err:  # a figure of a few rows may not draw: say so, price its needs
-            return time.perf_counter() - start, f"{type(err).__name__}: {err}"
+            why = type(err).__name__ + (f": {err}" if str(err) else "")
+            return time.perf_counter() - start, why
         return time.perf_counter() - start, None
 
 
@@ -324,7 +355,11 @@ def plan_chunked(spec: Any, out: Path, name: str,
                       f"every step: {1e9 / rate:.0f} ns)")
     setup, per_point, rows = _finish_seconds(spec, finish_points, counts[0])
     plotting, unplotted = _plot_seconds(spec, rows, name)
-    stepping = seconds_per_step * work / parallel
+    speedup = 1.0
+    if parallel > 1:
+        speedup = _speedup(spec, left_points[0], steps,
+                           min(sizes[0], CALIBRATION_TRAJECTORIES), parallel)
+    stepping = seconds_per_step * work / speedup
     compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)
     finishing = setup + per_point * len(left_points) + plotting
     estimate = stepping + compiling + finishing
@@ -335,8 +370,11 @@ def plan_chunked(spec: Any, out: Path, name: str,
     lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
                  f"{len(finish_points)} point(s); the figure "
                  + (f"{plotting:.1f} s, drawn from their rows" if unplotted is None else
-                    f"{plotting:.1f} s for its derivations, the drawing not priced (from "
-                    f"{len(rows)} rows it failed: {unplotted})"))
+                    f"{plotting:.1f} s for its derivations, the drawing not priced (it "
+                    f"needs more of the grid than these {len(rows)} rows: {unplotted})"))
+    if parallel > 1:
+        lines.append(f"  {workers}: {parallel} chunks at once run {speedup:.2f} times as fast "
+                     "as one here (measured at the first point)")
     lines.append(f"  estimated wall time: {duration(estimate)} ({workers}: stepping "
                  f"{duration(stepping)}, compiling {duration(compiling)}, finishing "
                  f"{duration(finishing)})")

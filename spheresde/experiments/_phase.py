@@ -253,8 +253,8 @@ def _network_offset(rows: list[PhaseRow], layers: int, method: str = "discrete")
         return ""
     text = (f"{CHAIN_NAMES[method]} with L = {layers} is not its limit: over the {n} points "
             f"whose law the sample resolves (N p(1-p) >= 1), against the limit SDE's law at "
-            f"the same T ({ok}/{n} within {BAND} standard errors) the largest |z| is {worst:.2f} and the mean signed z is "
-            f"{mean:+.2f} (0 for an unbiased estimate).")
+            f"the same T ({ok}/{n} within {BAND} standard errors) the largest |z| is "
+            f"{worst:.2f} and the mean signed z is {mean:+.2f} (0 for an unbiased estimate).")
     ok, n, worst, mean = z_summary(rows, "p_network")
     if n:
         text += (f" Against its own law at L = {layers} (`p_network`, "

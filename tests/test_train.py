@@ -641,3 +641,30 @@ def test_dry_run_counts_the_work_left_and_calibrates(tmp_path, capsys):
     assert float(estimate.group(1)) > 0
     after = sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "stored").iterdir())
     assert after == before  # a dry run writes nothing
+
+
+def test_dry_run_prices_the_batch_order_once_an_epoch_not_once_a_step(monkeypatch):
+    # The batch order permutes the whole training set however few steps are timed; priced
+    # inside the 8 calibration steps it was charged (steps an epoch)/8 times an epoch (on
+    # Fashion-MNIST the estimate read 1.6 times the measured wall time). An order made
+    # 0.4 s slower a call (the groups' calls run on threads at once) must add about 0.4 s
+    # an epoch: 0.8 s over TINY's 2 epochs. At batch 64 the digits' 1,437 training
+    # images make 22 steps an epoch, so the old pricing added 22 x 0.4 / 8 = 1.1 s an
+    # epoch, 2.2 s in all: outside (0.6, 1.2).
+    import time
+
+    from spheresde.experiments import _train
+
+    spec = TrainSpec(**{**TINY, "batch": 64})
+    pending = spec.points()
+    _, plain = _train.train_estimate(spec, pending)
+    orders = _train._Runs.orders
+
+    def slow_orders(self, epoch, steps=None):
+        time.sleep(0.4)
+        return orders(self, epoch, steps)
+
+    monkeypatch.setattr(_train._Runs, "orders", slow_orders)
+    _, slow = _train.train_estimate(spec, pending)
+    added = slow["train"] - plain["train"]
+    assert 0.6 < added < 1.2, (added, plain, slow)

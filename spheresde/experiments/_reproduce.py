@@ -53,7 +53,7 @@ class ReproduceSpec(ExperimentSpec):
     scale: Literal["quick", "paper", "smoke"] = param(
         "quick", "quick: about 3 minutes on 2 CPU cores, more than half of it Figure 2's "
         "training; paper: the paper's sizes (about 1 hour on 2 CPU cores with --workers 2 "
-        "and Figure 2 on the digits; Figure 2 on Fashion-MNIST about 3.3 h more: use a "
+        "and Figure 2 on the digits; Figure 2 on Fashion-MNIST about 2 h more: use a "
         "GPU or Dask, and --dry-run for an estimate); smoke: toy sizes in seconds, to check "
         "the pipeline")
     data_dir: str = param(

@@ -372,19 +372,18 @@ def _calibrate(spec: TrainSpec, points: list[dict]) -> dict[str, float]:
     chunk = min(EVALUATION_CHUNK, groups[0].y_val.shape[1])
 
     def order(runs: _Runs):
-        jax.block_until_ready(runs.orders(1))
+        return jax.block_until_ready(runs.orders(1))
 
     def train(runs: _Runs, orders):
-        jax.block_until_ready(runs.epoch(orders)[1])
+        jax.block_until_ready(runs.epoch(orders[:, :steps])[1])  # the epoch's first steps
 
     def evaluate(runs: _Runs):
         runs.evaluate(runs.x_val[:, :chunk], runs.y_val[:, :chunk], spec.tol)
 
-    orders = [jax.block_until_ready(runs.orders(1, steps)) for runs in groups]
     took = []
     for _ in range(3):  # the first call compiles
         start = time.perf_counter()
-        _on_threads(order, groups)
+        orders = _on_threads(order, groups)
         ordered = time.perf_counter()
         _on_threads(lambda pair: train(*pair), list(zip(groups, orders, strict=True)))
         trained = time.perf_counter()

@@ -2,7 +2,7 @@ r"""Certified absorption near the single cluster of :math:`n` tokens: a supermar
 :math:`V^p` of the gap :math:`V = \sum_{i<j}(1 - \rho_{ij})`.
 
 For :math:`n > 2` no inner product is an autonomous diffusion, so the scale-function
-certificate of two tokens (:mod:`spheresde._absorption`) does not apply. The gap
+certificate of two tokens (:mod:`spheresde.transformer._absorption`) does not apply. The gap
 :math:`V = \sum_{i<j} u_{ij}`, :math:`u_{ij} = 1 - \rho_{ij}`, with
 :math:`S = \sum_i X_i`, is :math:`V = (n^2 - |S|^2)/2`. Under the limit SDE
 (:mod:`proofs_check.limit`, any attention vectors :math:`A_i`) the derivation gives,

@@ -29,7 +29,7 @@ have non-negative right-hand sides (:func:`cone_signs`; :math:`\rho_{ii} = 1 \ge
 **Consequence.** :math:`\min_{i<j}\rho_{ij}` never decreases along the noiseless network, and
 a configuration with every :math:`1 - \rho_{ij} < \mathrm{tol}` keeps that at every later
 layer: it is classified single at the horizon with certainty (no probability to bound). The
-numerics (:func:`spheresde._absorption.absorbing_tokens`) absorb at
+numerics (:func:`spheresde.transformer._absorption.absorbing_tokens`) absorb at
 :math:`\max_{i<j}(1 - \rho_{ij}) < \mathrm{tol}/2`, a margin of :math:`\mathrm{tol}/2`
 against rounding, which the contraction of the cluster keeps far smaller.
 

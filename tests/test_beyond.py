@@ -10,9 +10,9 @@ import sympy as sp
 import spheresde
 from proofs_check.layers import beta1, beta2, gamma, two_token
 from proofs_check.symbols import beta, d, eps, mu, rho
-from spheresde._beyond import PairLayer, one_layer_moments, simulate_pair
 from spheresde.experiments import BadParameters
 from spheresde.experiments._phase import PhaseSpec
+from spheresde.transformer._beyond import PairLayer, one_layer_moments, simulate_pair
 
 
 @pytest.mark.slow
@@ -51,7 +51,7 @@ def test_start_pair_has_the_inner_product(norm):
 
 
 def _start(norm):
-    from spheresde._beyond import start_pair
+    from spheresde.transformer._beyond import start_pair
 
     return start_pair(-0.3, PairLayer(4, norm=norm))
 
@@ -98,7 +98,7 @@ def test_reduced_simulation_of_a_derived_sde_matches_the_kolmogorov_law():
     # The paper's two-token SDE from the engine, simulated in z: 4000 paths at d = 6,
     # beta = 1.5, T = 5, against the finite-horizon law; |z| < 4 with the binomial se.
     from proofs_check.engine import canonical
-    from spheresde._beyond import simulate_rho_sde
+    from spheresde.transformer._beyond import simulate_rho_sde
 
     values = {d: 6, beta: 1.5, eps: 1.0, mu: 0.0}
     sde = two_token("rms")

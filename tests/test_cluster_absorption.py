@@ -1,5 +1,5 @@
 """Certified absorption near the single cluster of n > 2 tokens (proofs_check.cluster,
-spheresde._absorption.cluster_absorption_level / absorbing_tokens)."""
+spheresde.transformer._absorption.cluster_absorption_level / absorbing_tokens)."""
 
 import jax
 import jax.numpy as jnp
@@ -17,10 +17,10 @@ from proofs_check.cluster import (
 )
 from proofs_check.export import cluster_certificate
 from proofs_check.symbols import beta, d, eps, mu
-from spheresde._absorption import absorbing_tokens, cluster_absorption_level, token_gap
-from spheresde._outcomes import SINGLE
 from spheresde.experiments._simulate import simulate_counts
 from spheresde.transformer import Hybrid, PureNoise
+from spheresde.transformer._absorption import absorbing_tokens, cluster_absorption_level, token_gap
+from spheresde.transformer._outcomes import SINGLE
 
 TOL = 1e-2
 
@@ -194,7 +194,7 @@ def test_noiseless_layer_never_lowers_the_smallest_inner_product(noise_step):
     # may not drop by more than rounding (1e-12); with noise (the control) it drops by more
     # than 1e-3 in about 8% of the ~1900 cases (s.e. 0.6%): at least 3% is asked, or this
     # test could not see a broken lemma.
-    from spheresde._network import layer
+    from spheresde.transformer._network import layer
 
     rng = np.random.default_rng(3)
     drops = []
@@ -227,9 +227,9 @@ def test_constant_weights_absorb_with_certainty(dtype, n):
     # without absorption must give the very same classes, trajectory by trajectory (the
     # cone lemma: nothing absorbed can leave the cluster); and the old, full simulation
     # (simulate_network through _token_outcomes) the same classes again.
-    from spheresde._absorption import absorbing_network
     from spheresde.experiments._simulate import _token_outcomes
     from spheresde.transformer import ConstantWeights
+    from spheresde.transformer._absorption import absorbing_network
 
     sizes = dict(beta=2.0, d=3, weights=ConstantWeights(), trajectories=96, layers=16,
                  steps=600, tol=TOL, dtype=dtype)

@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 from spheresde import two_token
-from spheresde.two_token import _finite_horizon as fh
+from spheresde.transformer.two_token import _finite_horizon as fh
 
 
 def _all(p):
@@ -167,9 +167,9 @@ def test_the_network_follows_its_own_law_not_its_limit():
     lie within 4 s.e. of P + C/L and more than 8 s.e. below P. (The benchmark
     ``bench_finite_depth.py`` measured 0.1146 +- 0.0002 with 2,000,000 runs: the remainder,
     -0.0006, is 0.8 s.e. of this test.)"""
-    from spheresde._absorption import absorbing_network
-    from spheresde._network import network_depth
     from spheresde.transformer import PureNoise
+    from spheresde.transformer._absorption import absorbing_network
+    from spheresde.transformer._network import network_depth
 
     n = 200_000
     codes, _ = absorbing_network(jax.random.key(24), beta=1.0, d=4, weights=PureNoise(),
@@ -243,9 +243,9 @@ def test_exact_law_matches_the_network_where_the_first_order_law_is_clipped():
     network (40,000 runs, pair coordinates, certified absorption at 1e-6, s.e. about
     0.0005) ends antipodal about 1% of the time (more than 10 s.e. above 0): the exact law
     within 4 s.e. of it."""
-    from spheresde._absorption import absorbing_network
-    from spheresde._network import network_depth
     from spheresde.transformer import PureNoise
+    from spheresde.transformer._absorption import absorbing_network
+    from spheresde.transformer._network import network_depth
 
     n = 40_000
     codes, _ = absorbing_network(jax.random.key(9), beta=1.5, d=9, weights=PureNoise(),

@@ -107,12 +107,12 @@ def is_core(module: str) -> bool:
 def test_the_graph_sees_imports_inside_functions_and_packages_run_on_the_way():
     graph = import_graph()
     # imported inside a function only
-    assert "proofs_check.export" in graph["spheresde.two_token._coefficients"]
+    assert "proofs_check.export" in graph["spheresde.transformer.two_token._coefficients"]
     # `from .. import two_token` is the subpackage, `from .. import sample_uniform` the package
-    assert "spheresde.two_token" in graph[f"{EXPERIMENTS}._phase"]
+    assert "spheresde.transformer.two_token" in graph[f"{EXPERIMENTS}._phase"]
     assert "spheresde" in graph[f"{EXPERIMENTS}._simulate"]
-    # `from .two_token._monte_carlo import f` runs the package spheresde.two_token first
-    assert "spheresde.two_token" in graph["spheresde._absorption"]
+    # `from .two_token._monte_carlo import f` runs the package two_token first
+    assert "spheresde.transformer.two_token" in graph["spheresde.transformer._absorption"]
     assert circles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {}}) == [{"a", "b", "c"}]
 
 
@@ -125,6 +125,23 @@ def test_the_core_never_imports_the_experiments_or_the_cli():
 
 def within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
+
+
+MODEL = ("spheresde.transformer", "spheresde.data", "spheresde.two_token")
+
+
+def test_the_general_tool_never_imports_the_model():
+    """The folders show the general sphere-SDE tool (the modules at the root of
+    ``spheresde`` and ``spheresde.solvers``) apart from the Transformer model
+    (``spheresde.transformer``, ``spheresde.data``): the tool imports nothing of the model,
+    so a user of the solver never loads the model, and the model is one client of it."""
+    graph = import_graph()
+    tool = [m for m in graph if is_core(m) and m != "spheresde"
+            and not any(within(m, p) for p in MODEL)]
+    assert "spheresde._solve" in tool and "spheresde.solvers._geodesic" in tool
+    offenders = [f"{m} -> {t} (line {line})" for m in tool for t, line in graph[m].items()
+                 if any(within(t, p) for p in MODEL)]
+    assert not offenders, offenders
 
 
 def test_the_engine_knows_nothing_of_the_experiments_nor_of_the_model():

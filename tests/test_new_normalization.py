@@ -13,7 +13,6 @@ import sympy as sp
 import spheresde
 from proofs_check.engine import GaussianMatrix, diffusion_limit, manifold_residuals
 from proofs_check.symbols import d, eps, s
-from spheresde._network import layer
 from spheresde.transformer import (
     AbstractNormalization,
     attention,
@@ -22,6 +21,7 @@ from spheresde.transformer import (
     simulate_network,
     to_sphere_sde,
 )
+from spheresde.transformer._network import layer
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def test_cluster_sizes():
 
 
 def test_fractions_from_counts_is_what_codes_give_and_refuses_uneven_totals():
-    from spheresde._outcomes import fractions_from_codes, fractions_from_counts
+    from spheresde.transformer._outcomes import fractions_from_codes, fractions_from_counts
 
     codes = np.array([[SINGLE, SINGLE, ANTIPODAL, UNDECIDED, SINGLE],
                       [ANTIPODAL, ANTIPODAL, ANTIPODAL, SINGLE, UNDECIDED]])

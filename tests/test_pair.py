@@ -1,4 +1,4 @@
-"""The two-token network in sum/difference coordinates (spheresde._pair)."""
+"""The two-token network in sum/difference coordinates (spheresde.transformer._pair)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 
 from spheresde import sample_uniform
-from spheresde._absorption import _advance_gram, _advance_pair, absorbing_network
-from spheresde._network import layer, network_depth, simulate_network
-from spheresde._outcomes import ANTIPODAL, SINGLE
-from spheresde._pair import gram_columns, gram_pair_layer, pair_layer
 from spheresde.transformer import Hybrid, PureNoise
+from spheresde.transformer._absorption import _advance_gram, _advance_pair, absorbing_network
+from spheresde.transformer._network import layer, network_depth, simulate_network
+from spheresde.transformer._outcomes import ANTIPODAL, SINGLE
+from spheresde.transformer._pair import gram_columns, gram_pair_layer, pair_layer
 
 TOL = 1e-2
 

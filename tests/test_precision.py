@@ -31,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spheresde._absorption import absorbing_network, absorbing_rho
-from spheresde._network import network_depth
-from spheresde._outcomes import ANTIPODAL
 from spheresde.experiments._simulate import _final_tokens, simulate_counts
 from spheresde.transformer import PureNoise, simulate_network
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho
+from spheresde.transformer._network import network_depth
+from spheresde.transformer._outcomes import ANTIPODAL
 
 pytestmark = pytest.mark.slow
 

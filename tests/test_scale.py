@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from spheresde import two_token
-from spheresde._absorption import absorbing_network, absorbing_rho, absorption_levels
-from spheresde._outcomes import ANTIPODAL, SINGLE
 from spheresde.transformer import PureNoise
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho, absorption_levels
+from spheresde.transformer._outcomes import ANTIPODAL, SINGLE
 
 TOL = 1e-2
 

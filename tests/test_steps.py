@@ -11,8 +11,8 @@ network took 2).
 import jax
 import pytest
 
-from spheresde._network import horizon_steps, network_depth, reached_horizon
 from spheresde.transformer import PureNoise
+from spheresde.transformer._network import horizon_steps, network_depth, reached_horizon
 
 # T, L and round(T L) (half to even): half a layer each, one where the float quotient
 # T / (1/L) falls below the half

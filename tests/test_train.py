@@ -13,14 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spheresde._classifier import (
+from spheresde.data._classifier import (
     TransformerClassifier,
     classifier_loss,
     classifier_optimizer,
     init_values,
     train_epoch,
 )
-from spheresde._datasets import (
+from spheresde.data._datasets import (
     CIFAR10_FILES,
     DatasetError,
     load_cifar10,
@@ -554,7 +554,7 @@ def test_the_training_epoch_compiles_once_for_every_seed_and_initialization(capl
 
 
 def test_reproduce_paper_picks_cifar_then_fashion_then_digits(tmp_path, monkeypatch):
-    from spheresde import _datasets
+    from spheresde.data import _datasets
     from spheresde.experiments import BadParameters, ReproduceSpec
     from spheresde.experiments._reproduce import _sweeps, training_data
 

@@ -9,8 +9,6 @@ from scipy import stats
 
 import spheresde
 from spheresde import GeodesicHeun, sample_uniform, solve, solve_batch
-from spheresde._network import layer, network_depth
-from spheresde._noise import span_factor
 from spheresde.transformer import (
     ConstantWeights,
     Hybrid,
@@ -19,6 +17,8 @@ from spheresde.transformer import (
     simulate_network,
     transformer_sde,
 )
+from spheresde.transformer._network import layer, network_depth
+from spheresde.transformer._noise import span_factor
 
 
 def _tokens(key, n, d):

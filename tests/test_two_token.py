@@ -149,7 +149,7 @@ def test_reduced_monte_carlo_from_a_given_start():
 
 def test_fast_z_coefficients_equal_the_exported_ones():
     from proofs_check.export import rho_coefficients
-    from spheresde.two_token._monte_carlo import _z_coefficients
+    from spheresde.transformer.two_token._monte_carlo import _z_coefficients
 
     rc = rho_coefficients("numpy")
     z = np.linspace(-30.0, 30.0, 41)[:, None]

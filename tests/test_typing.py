@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spheresde import project_tangent
-from spheresde._noise import span_factor
+from spheresde.transformer._noise import span_factor
 
 
 def test_mismatched_shapes_are_refused_by_the_checker():

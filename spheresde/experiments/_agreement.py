@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._outcomes import binomial_stderr
+from ..transformer._outcomes import binomial_stderr
 
 Row = Any
 """A Monte Carlo row (``PhaseRow``, ``HybridRow``, ``DominanceRow``): ``p_antipodal``,

@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._outcomes import DEFAULT_TOL
-from .._weights import Hybrid
+from ..transformer._outcomes import DEFAULT_TOL
+from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement, z_score
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
@@ -126,8 +126,8 @@ class DominanceSpec(AbstractScaledHorizonSpec):
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> DominanceRow:
         """The row of ``point``: outcome counts and, for two tokens, the exact laws."""
-        from .. import two_token
-        from .._outcomes import fractions_from_counts
+        from ..transformer import two_token
+        from ..transformer._outcomes import fractions_from_counts
         from ._simulate import add_counts
 
         n, d, beta, eps = point["tokens"], point["dim"], point["beta"], point["eps"]

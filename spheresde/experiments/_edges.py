@@ -115,8 +115,8 @@ def linear_thresholds(betas, d: int, mu: float, tokens) -> dict[str, np.ndarray]
     ``inf`` where the inter-cluster mode repels for every eps."""
     import warnings
 
-    from .. import two_token
-    from .._formation import formation_threshold
+    from ..transformer import two_token
+    from ..transformer._formation import formation_threshold
 
     betas = np.asarray(betas, float)
     curves = {"paper": np.asarray(two_token.paper_hybrid_threshold(betas), float)}

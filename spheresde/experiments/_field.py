@@ -87,7 +87,7 @@ def attention_field(beta: float, others: np.ndarray, queries: np.ndarray):
     import jax.numpy as jnp
 
     from .. import project_tangent
-    from .._attention import attention
+    from ..transformer._attention import attention
 
     others = jnp.asarray(others, dtype=float)
 

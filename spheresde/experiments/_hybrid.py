@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._outcomes import DEFAULT_TOL
-from .._weights import Hybrid
+from ..transformer._outcomes import DEFAULT_TOL
+from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
@@ -100,7 +100,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""
-        from .._outcomes import fractions_from_counts
+        from ..transformer._outcomes import fractions_from_counts
         from ._simulate import add_counts, exact_two_tokens
 
         beta, eps, n, d, mu = point["beta"], point["eps"], self.tokens, self.dim, self.mu
@@ -194,7 +194,7 @@ def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
     """
     import warnings
 
-    from .. import two_token
+    from ..transformer import two_token
 
     betas = np.asarray(betas, dtype=float)
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # inf marks "no threshold"
@@ -207,7 +207,7 @@ def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
 
 def exact_map(betas, eps, d: int, mu: float) -> np.ndarray:
     """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (one call)."""
-    from .. import two_token
+    from ..transformer import two_token
 
     b, e = np.meshgrid(np.asarray(betas, float), np.asarray(eps, float))
     return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
@@ -229,7 +229,7 @@ def _follows(rows: list[HybridRow], curve) -> tuple[int, int]:
 def hybrid_section(results: Mapping[str, Any]) -> Section:
     """The section of Proposition 1 and Figure 4: the two thresholds, and the dominant
     outcomes of ``hybrid`` (and ``hybrid_two_tokens``) against them."""
-    from .._formation import formation_threshold
+    from ..transformer._formation import formation_threshold
 
 
     text = [

@@ -16,8 +16,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from .._network import network_depth, reached_horizon
-from .._weights import AbstractWeights
+from ..transformer._network import network_depth, reached_horizon
+from ..transformer._weights import AbstractWeights
 from ._simulate import counts_problem, simulate_counts
 from .engine import AbstractChunkedSpec, AbstractVar, Counts, at_least, chunk_seed
 
@@ -133,7 +133,7 @@ class AbstractFixedHorizonSpec(AbstractMonteCarloSpec):
 
     def reached(self) -> float:
         """The depth-time every method's trajectories reach, where the laws are compared:
-        :func:`~spheresde._network.reached_horizon` of ``horizon`` and ``layers``."""
+        :func:`~spheresde.transformer._network.reached_horizon` of ``horizon`` and ``layers``."""
         return reached_horizon(self.horizon, self.layers)
 
     def shortened(self, steps: int) -> AbstractFixedHorizonSpec:

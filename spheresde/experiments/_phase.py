@@ -12,9 +12,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .._normalization import normalization
-from .._outcomes import DEFAULT_TOL
-from .._weights import PureNoise
+from ..transformer._normalization import normalization
+from ..transformer._outcomes import DEFAULT_TOL
+from ..transformer._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import (
@@ -137,8 +137,8 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     def finish(self, point: dict[str, Any], counts: list[dict]) -> PhaseRow:
         """The row of ``point``: the Monte Carlo fractions (or the exact law) beside the
         laws at t -> inf, at the run's T and tol, and the chain's own at its L."""
-        from .. import two_token
-        from .._outcomes import fractions_from_counts
+        from ..transformer import two_token
+        from ..transformer._outcomes import fractions_from_counts
         from ._simulate import add_counts, exact_two_tokens
 
         d, beta = point["d"], point["beta"]
@@ -178,7 +178,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
         run's own T and tol (solid), the simulated chain's own (exact) law at its L
         (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
-        from .. import two_token
+        from ..transformer import two_token
         from ._plotting import colors, save, subplots
 
         dims = sorted({r.d for r in rows})
@@ -267,7 +267,7 @@ def _network_offset(rows: list[PhaseRow], layers: int, method: str = "discrete")
 def phase_section(results: Mapping[str, Any]) -> Section:
     """The section of Theorem 2 and Figure 3: the exact law on the two sides of
     beta_c(d), and the Monte Carlo of ``phase`` (and ``phase_discrete``) against the laws."""
-    from .. import two_token
+    from ..transformer import two_token
 
     spec = results["phase"].spec
     rows = results["phase"].rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from .. import _datasets
+from ..data import _datasets
 from ._common import SEED
 from ._field import FieldSpec, run_field
 from ._report import write_report
@@ -80,7 +80,7 @@ class ReproduceSpec(ExperimentSpec):
 
 
 # Fashion-MNIST: 15 epochs of its 60,000 images (937 steps each) where the digits take 30
-# of 22 steps; the patches are each data set's own (spheresde._datasets.PATCH)
+# of 22 steps; the patches are each data set's own (spheresde.data._datasets.PATCH)
 FASHION = {"epochs": 15}
 
 

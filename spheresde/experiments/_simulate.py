@@ -8,7 +8,7 @@ Methods
 ``discrete``   the L-layer network itself: round(T L) layers with fresh V per layer.
 
 Every Monte Carlo method takes the same ``round(T L)`` steps
-(:func:`~spheresde._network.network_depth`, counted once by :func:`simulate_counts`), so
+(:func:`~spheresde.transformer._network.network_depth`, counted once by :func:`simulate_counts`), so
 all of them reach the depth-time ``round(T L) / L``: T itself whenever T L is a whole
 number, the depth-time at which their laws are compared.
 
@@ -17,10 +17,10 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
-(:mod:`spheresde._absorption`) for two tokens under the reduced SDE and the discrete
+(:mod:`spheresde.transformer._absorption`) for two tokens under the reduced SDE and the discrete
 network, and for more tokens near the single cluster under the discrete network.
-:func:`~spheresde._outcomes.fractions_from_counts` turns the summed ``outcomes`` counts of
-a point's chunks into fractions.
+:func:`~spheresde.transformer._outcomes.fractions_from_counts` turns the summed
+``outcomes`` counts of a point's chunks into fractions.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import functools
 
 import numpy as np
 
-from .._network import network_depth
-from .._normalization import AbstractNormalization
-from .._outcomes import (
+from ..transformer._network import network_depth
+from ..transformer._normalization import AbstractNormalization
+from ..transformer._outcomes import (
     ANTIPODAL,
     SINGLE,
     UNDECIDED,
@@ -39,7 +39,7 @@ from .._outcomes import (
     classify,
     cluster_sizes,
 )
-from .._weights import AbstractWeights, ConstantWeights
+from ..transformer._weights import AbstractWeights, ConstantWeights
 
 
 @functools.cache
@@ -57,8 +57,8 @@ def _compiled(method: str, norm: str | AbstractNormalization = "rms"):
     import jax
 
     from .. import solve_batch
-    from .._limit import transformer_sde
-    from .._network import simulate_network
+    from ..transformer._limit import transformer_sde
+    from ..transformer._network import simulate_network
 
     def run(key, tokens0, beta, weights, layers, steps):
         trajectories, n, d = tokens0.shape
@@ -91,7 +91,7 @@ def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
 def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0,
                      eps: float | None = None) -> OutcomeFractions:
     """Limit probabilities for two uniform tokens (every path ends at rho = +-1)."""
-    from .. import two_token
+    from ..transformer import two_token
 
     if eps is None:
         p = two_token.antipodal_probability(beta, d, sigma=sigma)
@@ -122,16 +122,16 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
 
-    ``absorb`` is the bound of :mod:`spheresde._absorption` (0: simulate every step).
+    ``absorb`` is the bound of :mod:`spheresde.transformer._absorption` (0: simulate every step).
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
     under ``discrete`` the one that absorbs near the single cluster
-    (:func:`spheresde._absorption.absorbing_tokens`; antipodal formations are never
+    (:func:`spheresde.transformer._absorption.absorbing_tokens`; antipodal formations are never
     absorbed; under :class:`~spheresde.transformer.ConstantWeights`, no noise, the single
     cluster is absorbed with certainty); the particle SDE and ``reduced`` under constant
     weights run the full horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
-    layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde._pair`,
+    layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde.transformer._pair`,
     the same network in law), ``reduced`` the derived two-token SDE, which is the RMS one
     at :meth:`~spheresde.transformer.AbstractNormalization.two_token_dimension`;
     ``particles`` is refused (as for every normalization but the paper's).
@@ -139,8 +139,8 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
-    from .._absorption import absorbing_network, absorbing_rho, absorbing_tokens
-    from .._normalization import normalization
+    from ..transformer._absorption import absorbing_network, absorbing_rho, absorbing_tokens
+    from ..transformer._normalization import normalization
 
     steps = network_depth(horizon, layers)  # the one count, passed to every method
     constant = isinstance(weights, ConstantWeights)

@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .._outcomes import DEFAULT_TOL
-from .._weights import ConstantWeights, PureNoise
+from ..transformer._outcomes import DEFAULT_TOL
+from ..transformer._weights import ConstantWeights, PureNoise
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import NETWORK_STREAMS, AbstractFixedHorizonSpec, Simulation, at_least_one_layer
 from ._report import pm, table
@@ -75,7 +75,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> TokensRow:
         """The row of ``point``: outcome fractions and the sizes of the two clusters."""
-        from .._outcomes import fractions_from_counts
+        from ..transformer._outcomes import fractions_from_counts
         from ._simulate import add_counts
 
         total = add_counts(counts)

@@ -23,9 +23,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .._classifier import EVALUATION_CHUNK
-from .._datasets import PATCH, SIDE
-from .._outcomes import DEFAULT_TOL
+from ..data._classifier import EVALUATION_CHUNK
+from ..data._datasets import PATCH, SIDE
+from ..transformer._outcomes import DEFAULT_TOL
 from ._common import SEED, TOL
 from ._report import table
 from .engine import AbstractPointSpec, BadParameters, Plan, Section, at_least, greater_than, param
@@ -180,7 +180,7 @@ class TrainSpec(AbstractPointSpec):
 @functools.lru_cache(maxsize=8)
 def _data(dataset: str, seed: int, data_dir: str, patch: int, subset: int):
     """Patch tokens of the training and validation sets (cached: a file is read once)."""
-    from .._datasets import load_dataset, patchify
+    from ..data._datasets import load_dataset, patchify
 
     data = load_dataset(dataset, seed=seed, data_dir=data_dir, subset=subset)
     return (patchify(data.train_images, patch), data.train_labels,
@@ -199,7 +199,7 @@ def load_data(spec: TrainSpec, seed: int):
     """The data chosen by ``seed`` (:func:`data_seed`): patch tokens of the training and
     validation images, their labels and the number of classes; a bad data set raises
     :class:`BadParameters`."""
-    from .._datasets import DatasetError
+    from ..data._datasets import DatasetError
 
     try:
         return _data(spec.dataset, seed, spec.data_dir, spec.patch, spec.subset)
@@ -238,7 +238,7 @@ class _Runs:
 
     def epoch(self, orders) -> tuple[_Runs, Any]:
         """The runs after training on ``orders``, and their mean training losses."""
-        from .._classifier import train_epochs
+        from ..data._classifier import train_epochs
 
         models, opt_states, losses = train_epochs(self.models, self.opt_states, self.optim,
                                                   self.x_train, self.y_train, self.datasets,
@@ -247,7 +247,7 @@ class _Runs:
 
     def evaluate(self, images, labels, tol: float):
         """:func:`spheresde.data.evaluate_classifiers` of the runs on their sets of ``images``."""
-        from .._classifier import evaluate_classifiers
+        from ..data._classifier import evaluate_classifiers
 
         return evaluate_classifiers(self.models, images, labels, self.datasets, tol=tol)
 
@@ -258,7 +258,7 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
     import jax
     import jax.numpy as jnp
 
-    from .._classifier import TransformerClassifier, classifier_optimizer, stack_runs
+    from ..data._classifier import TransformerClassifier, classifier_optimizer, stack_runs
 
     (layers,) = {p["layers"] for p in points}
     data_seeds = [data_seed(spec, p["seed"]) for p in points]

@@ -6,8 +6,8 @@ explicitly).
 The points of the quick ``tokens`` sweep (n = 3, 4, 6, d = 3, sigma = 1, betas 0.5..4,
 400 trajectories, L = 20, T = 30) and a small hybrid case (n = 3, d = 3, mu = 1,
 eps = 0.5 and 1, betas 2 and 4, 400 trajectories, L = 10, T = 50), each through
-:func:`spheresde._absorption.absorbing_tokens` with ``bound`` 0 and 1e-6 at the same seed:
-trajectory-steps simulated, wall time after one warm-up call of each (compilation
+:func:`spheresde.transformer._absorption.absorbing_tokens` with ``bound`` 0 and 1e-6 at the same
+seed: trajectory-steps simulated, wall time after one warm-up call of each (compilation
 excluded), and the number of trajectories whose class differs. float32.
 """
 
@@ -18,8 +18,8 @@ import time
 import jax
 import numpy as np
 
-from spheresde._absorption import absorbing_tokens, cluster_absorption_level
 from spheresde.transformer import Hybrid, PureNoise
+from spheresde.transformer._absorption import absorbing_tokens, cluster_absorption_level
 
 TOL = 1e-2
 BOUND = 1e-6

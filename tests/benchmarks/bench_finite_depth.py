@@ -20,8 +20,9 @@ cached), with ``L (P_L - P)`` against its C out to L = 320.
 
 Accuracy, not speed. For each (d, beta), near beta_c(d) and beyond it, and each L: the
 Monte Carlo P(antipodal) of the chain with L layers per unit depth-time (``network``:
-the two-token network, :func:`spheresde._absorption.absorbing_network`; ``reduced``: the
-Euler chain of the z-SDE with +-1 increments, :func:`spheresde._absorption.absorbing_rho`),
+the two-token network, :func:`spheresde.transformer._absorption.absorbing_network`;
+``reduced``: the Euler chain of the z-SDE with +-1 increments,
+:func:`spheresde.transformer._absorption.absorbing_rho`),
 the limit SDE's law P at the same T and tol, and the first-order law of the chain
 P_L = P + C/L (:func:`spheresde.two_token.outcome_probabilities` with ``layers=L``).
 z = (MC - reference) / se, se the larger of the estimate's and the reference's binomial
@@ -49,10 +50,10 @@ import jax
 import numpy as np
 
 from spheresde import two_token
-from spheresde._absorption import absorbing_network, absorbing_rho
-from spheresde._network import network_depth
-from spheresde._outcomes import binomial_stderr
 from spheresde.transformer import PureNoise
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho
+from spheresde.transformer._network import network_depth
+from spheresde.transformer._outcomes import binomial_stderr
 
 BOUND = 1e-6
 TOL = 1e-2
@@ -241,7 +242,7 @@ def _first_above(law, lo: float, hi: float, level: float = 1e-3) -> float:
 
 
 def shift(layers: int = 100, horizon: float = 500.0) -> None:
-    from spheresde.two_token import _finite_horizon as fh
+    from spheresde.transformer.two_token import _finite_horizon as fh
 
     start = time.perf_counter()
     print(f"\napparent critical point: first beta with P(antipodal) > 1e-3 at T = {horizon:g}")

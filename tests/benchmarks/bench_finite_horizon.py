@@ -20,7 +20,7 @@ import numpy as np
 from scipy import linalg
 
 from spheresde import two_token
-from spheresde.two_token import _finite_horizon as fh
+from spheresde.transformer.two_token import _finite_horizon as fh
 
 
 def timed(fn):

@@ -76,9 +76,9 @@ def measure(d: int, n: int, count: int, dtype) -> dict[str, float]:
     import jax.numpy as jnp
 
     from spheresde import sample_uniform
-    from spheresde._absorption import _BLOCK, _advance_gram, _advance_pair
-    from spheresde._pair import pair_layer, pair_noise
     from spheresde._small import inner
+    from spheresde.transformer._absorption import _BLOCK, _advance_gram, _advance_pair
+    from spheresde.transformer._pair import pair_layer, pair_noise
 
     steps = tuple(jnp.asarray(v, dtype) for v in (2.0, 0.0, 0.1))  # beta, drift, noise
     key = jax.random.PRNGKey(d)
@@ -127,7 +127,7 @@ def measure(d: int, n: int, count: int, dtype) -> dict[str, float]:
 def chunk_seconds(d: int, chain: str, dtype) -> float:
     """Seconds of one quick phase chunk at ``d`` (module docstring), after a warm-up."""
     from spheresde import PureNoise
-    from spheresde._absorption import absorbing_network
+    from spheresde.transformer._absorption import absorbing_network
 
     def run():
         return absorbing_network(jax.random.PRNGKey(d), beta=1.0, d=d, weights=PureNoise(),
@@ -152,7 +152,7 @@ def main() -> None:
 
     import jax.numpy as jnp
 
-    from spheresde._absorption import _BLOCK
+    from spheresde.transformer._absorption import _BLOCK
 
     dtype = jnp.float64 if opts.x64 else jnp.float32
     n, count = opts.lanes, opts.layers // _BLOCK * _BLOCK

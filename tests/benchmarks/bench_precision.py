@@ -1,5 +1,5 @@
 """float32 against float64 for every Monte Carlo path of the sweeps, before and after
-the span factor of :mod:`spheresde._noise` (issue 30.1).
+the span factor of :mod:`spheresde.transformer._noise` (issue 30.1).
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision.py [trajectories] [d beta L T]
 [path,...]`` (default 40000 trajectories, d = 3, beta = 0.8, L = 5, T = 50, every path; a
@@ -31,13 +31,13 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-import spheresde._noise as noise_module  # noqa: E402
+import spheresde.transformer._noise as noise_module  # noqa: E402
 from spheresde import sample_uniform  # noqa: E402
-from spheresde._absorption import absorbing_network, absorbing_rho  # noqa: E402
-from spheresde._network import network_depth  # noqa: E402
-from spheresde._outcomes import ANTIPODAL  # noqa: E402
 from spheresde.experiments import _simulate  # noqa: E402
 from spheresde.transformer import PureNoise, simulate_network  # noqa: E402
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho  # noqa: E402
+from spheresde.transformer._network import network_depth  # noqa: E402
+from spheresde.transformer._outcomes import ANTIPODAL  # noqa: E402
 
 NEW_FACTOR = noise_module.span_factor
 

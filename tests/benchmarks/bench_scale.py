@@ -37,8 +37,8 @@ import jax
 import numpy as np
 
 from spheresde import two_token
-from spheresde._absorption import absorbing_network, absorbing_rho, absorption_levels
 from spheresde.transformer import PureNoise
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho, absorption_levels
 
 BOUND = 1e-6
 TOL = 1e-2

@@ -208,9 +208,9 @@ import numpy as np  # noqa: E402
 
 import spheresde  # noqa: E402
 from spheresde import WeakBrownianPath  # noqa: E402
-from spheresde._outcomes import ANTIPODAL, classify  # noqa: E402
 from spheresde._solve import _paths_sharding, stack_sde  # noqa: E402
 from spheresde.transformer import PureNoise, transformer_sde  # noqa: E402
+from spheresde.transformer._outcomes import ANTIPODAL, classify  # noqa: E402
 
 D, N, BETA, SIGMA = 4, 2, 2.0, 1.0
 DTYPE = jnp.float64 if cli.float64 else jnp.float32

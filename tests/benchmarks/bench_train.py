@@ -159,7 +159,8 @@ def main() -> None:
           f"({'no recompilation' if count == 1 else 'RECOMPILES'})")
     # The classifier computes attention with jnp.matmul (attention(dense=True)); the
     # sliced sums of spheresde._small, made for vmapped SDE paths, as the alternative.
-    from spheresde import _attention, _classifier
+    from spheresde.data import _classifier
+    from spheresde.transformer import _attention
 
     dense = _classifier.attention
     _classifier.attention = lambda *a, dense, **k: _attention.attention(*a, dense=False, **k)

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from spheresde import PureNoise, two_token
-from spheresde._absorption import absorbing_network, absorbing_rho
+from spheresde.transformer._absorption import absorbing_network, absorbing_rho
 
 n, horizon, layers = (int(os.environ["TRAJECTORIES"]), float(os.environ["HORIZON"]),
                       int(os.environ["LAYERS"]))

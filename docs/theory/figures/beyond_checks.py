@@ -5,7 +5,7 @@ Run with ``python docs/theory/figures/beyond_checks.py [moments|outcomes|heads|m
 precision of the LayerNorm table (default 40000, float64). Every derived value comes
 from :mod:`proofs_check.layers`
 (lambdified from the engine), every simulated one from
-:mod:`spheresde._beyond` and :func:`spheresde.transformer.simulate_network`.
+:mod:`spheresde.transformer._beyond` and :func:`spheresde.transformer.simulate_network`.
 """
 
 import sys
@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 from proofs_check.layers import beta1, beta2, gamma, two_token  # noqa: E402
 from proofs_check.symbols import beta, d, eps, mu, rho  # noqa: E402
-from spheresde._beyond import PairLayer, one_layer_moments  # noqa: E402
+from spheresde.transformer._beyond import PairLayer, one_layer_moments  # noqa: E402
 
 #: (label, kind of proofs_check.layers.two_token, layer, parameter values)
 CASES = (
@@ -98,7 +98,7 @@ def _fractions(rho_t, tol):
 def heads_and_mlp(kinds=("rms", "heads", "mlp")) -> None:
     """Two heads across the boundary and the MLP block: network against the derived SDE."""
     from proofs_check.engine import canonical
-    from spheresde._beyond import simulate_pair, simulate_rho_sde
+    from spheresde.transformer._beyond import simulate_pair, simulate_rho_sde
 
     trajectories, tol, dt = 2000, 1e-2, 1e-3
     print(f"network: {trajectories} trajectories; derived SDE in z = artanh(rho): Euler "

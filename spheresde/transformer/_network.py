@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._small import small_matmul
+from .._typing import Array, ArrayLike, Float, Matrix, PRNGKeyArray, RealScalar
 from ._attention import attention_weights
 from ._noise import Noise, noise_on_attention, noise_shape
 from ._normalization import NormalizationLike, normalization
-from ._small import small_matmul
-from ._typing import Array, ArrayLike, Float, Matrix, PRNGKeyArray, RealScalar
 from ._weights import AbstractWeights, PureNoise
 
 

@@ -14,7 +14,6 @@ are lambdified from :mod:`proofs_check`); ``import spheresde`` does not.
 from . import two_token as two_token
 from ._attention import attention as attention
 from ._attention import attention_weights as attention_weights
-from ._codegen import to_sphere_sde as to_sphere_sde
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
 from ._limit import transformer_sde as transformer_sde
@@ -38,3 +37,13 @@ from ._weights import AbstractWeights as AbstractWeights
 from ._weights import ConstantWeights as ConstantWeights
 from ._weights import Hybrid as Hybrid
 from ._weights import PureNoise as PureNoise
+
+
+def __getattr__(name: str):
+    # The code generation imports SymPy: loaded on first use, so that the sweeps (which
+    # import this package) start without it.
+    if name == "to_sphere_sde":
+        from ._codegen import to_sphere_sde
+
+        return to_sphere_sde
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
-from ._geometry import retract
+from .._geometry import retract
+from .._typing import PRNGKeyArray
 from ._limit import transformer_sde
 from ._network import layer, network_depth
-from ._typing import PRNGKeyArray
 from ._weights import PureNoise
 
 

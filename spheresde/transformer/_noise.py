@@ -24,8 +24,8 @@ from typing import Literal
 
 import jax.numpy as jnp
 
-from ._small import small_matmul
-from ._typing import Array, Float
+from .._small import small_matmul
+from .._typing import Array, Float
 
 Noise = Literal["full", "span"]
 

@@ -26,7 +26,7 @@ import functools
 import numpy as np
 from scipy import special
 
-from .._typing import FloatNumpy, RealGrid
+from ..._typing import FloatNumpy, RealGrid
 from ._coefficients import noise_scale, rc
 
 

@@ -41,10 +41,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._attention import attention
-from ._geometry import retract
-from ._outcomes import classify
-from ._typing import Array, Bool, Float, PRNGKeyArray
+from .._geometry import retract
+from .._typing import Array, Bool, Float, PRNGKeyArray
+from ..transformer._attention import attention
+from ..transformer._outcomes import classify
 
 Init = Literal["constant", "random", "identity"]
 INITS: tuple[str, ...] = ("constant", "random", "identity")

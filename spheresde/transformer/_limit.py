@@ -15,12 +15,12 @@ driven by one :math:`d \times d` matrix Brownian motion :math:`W`, with
 
 from __future__ import annotations
 
+from .._geometry import project_tangent
+from .._sde import SphereSDE
+from .._small import inner
+from .._typing import Matrix, RealScalar
 from ._attention import attention, attention_weights
-from ._geometry import project_tangent
 from ._noise import Noise, noise_on_attention, noise_shape
-from ._sde import SphereSDE
-from ._small import inner
-from ._typing import Matrix, RealScalar
 from ._weights import AbstractWeights, PureNoise
 
 

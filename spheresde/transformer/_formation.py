@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._typing import FloatGrid, RealGrid
+from .._typing import FloatGrid, RealGrid
 
 
 def _coefficients() -> dict:

@@ -3,7 +3,7 @@ r"""The exact law of a two-token chain at a finite depth: its one-step kernel, i
 Two chains: the network (below) and the reduced Euler chain of the z-SDE. Each is given
 as the atoms of one step from :math:`z` (:func:`network_atoms`, :func:`reduced_atoms`),
 and one grid, transport and iteration (**Discretisation** below) serves both. The reduced
-chain of :func:`spheresde._absorption.absorbing_rho` (``dt = 1/L``) steps
+chain of :func:`spheresde.transformer._absorption.absorbing_rho` (``dt = 1/L``) steps
 :math:`z \to z + b(z)/L \pm v(z)/\sqrt L` with probability 1/2 each, :math:`b, v` the
 lambdified ``z_drift``, ``z_diffusion``: two atoms, so its operator is cheap (a point at
 :math:`TL = 200` takes about 0.1 s) and its grids are finer (``SPACING``; the
@@ -13,7 +13,7 @@ value of 0.08 and 0.04 is within :math:`10^{-6}` of that of 0.04 and 0.02 at
 :math:`d = 7`, :math:`\beta = 3`, :math:`L = 5`, where it is :math:`7\cdot10^{-6}`).
 
 For two tokens the network's :math:`z = \operatorname{artanh}\rho` is a Markov chain:
-one layer (:mod:`spheresde._pair`) maps :math:`s = X_1 + X_2`, :math:`m = X_1 - X_2`
+one layer (:mod:`spheresde.transformer._pair`) maps :math:`s = X_1 + X_2`, :math:`m = X_1 - X_2`
 (orthogonal, :math:`|s|^2 = 2(1+\rho)`, :math:`|m|^2 = 2(1-\rho)`) to
 
 .. math:: S = |s|\,u, \quad u = \alpha e_1 + \eta g_1, \qquad
@@ -57,8 +57,8 @@ the grid adds no diffusion of order :math:`h^2` per step, as binning would). Bey
 probability below
 :math:`10^{-9}`) the end nodes keep what reaches them. The one-layer operator is a
 sparse matrix, applied :math:`\operatorname{round}(TL)` times
-(:func:`spheresde._network.network_depth`) to the exact cell masses of the uniform start;
-an outcome's probability is the mass beyond its threshold. The grid error is
+(:func:`spheresde.transformer._network.network_depth`) to the exact cell masses of the uniform
+start; an outcome's probability is the mass beyond its threshold. The grid error is
 :math:`O(h^2)` (measured: the differences of three nested grids shrink by 4); the result is
 the Richardson extrapolation :math:`(4p_{h/2} - p_h)/3` and :math:`|p_{h/2} - p_h|/3` its
 error estimate. The quadrature error is not in that estimate; it is largest at small
@@ -170,7 +170,7 @@ def network_atoms(beta, d, drift_step, noise_step, nodes=NODES):
 def reduced_atoms(beta, d, e, mu, layers):
     r"""The reduced chain's one step as atoms: :math:`z + b(z)/L \pm v(z)/\sqrt L`, each
     with weight 1/2 (``z_drift``, ``z_diffusion`` of :mod:`proofs_check.export`, lambdified;
-    the chain of :func:`spheresde._absorption.absorbing_rho` with ``dt = 1/L``)."""
+    the chain of :func:`spheresde.transformer._absorption.absorbing_rho` with ``dt = 1/L``)."""
     coefficients = rc()
     dt = 1.0 / layers
     signs, halves = np.array([-1.0, 1.0]), np.array([0.5, 0.5])

@@ -10,7 +10,7 @@ One discrete layer of two tokens, with any of the extensions derived in
 
 :math:`G_h` iid :math:`N(0, 1)` entries, :math:`W_1` (``width x d``) iid
 :math:`N(0, 1)`, :math:`W_2` (``d x width``) iid :math:`N(0, 1/\text{width})`, all fresh
-per layer and shared by the tokens; :math:`N` is :func:`spheresde._network.normalize`.
+per layer and shared by the tokens; :math:`N` is :func:`spheresde.transformer._network.normalize`.
 
 :func:`one_layer_moments` estimates the drift and variance per unit depth-time of
 :math:`\rho = \langle X_1, X_2\rangle` after one layer, which the derived two-token SDE
@@ -120,7 +120,7 @@ def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, traject
     r""":math:`\rho` at the horizon of ``trajectories`` runs of
     ``network_depth(horizon, layers)`` layers (the one rule for depth) from two
     independent uniform tokens (normalized by ``layer.norm`` first)."""
-    from ._geometry import sample_uniform
+    from .._geometry import sample_uniform
     from ._network import network_depth
 
     start_key, path_key = jax.random.split(key)
@@ -153,7 +153,7 @@ def simulate_rho_sde(key, reduced_drift, reduced_variance, *, d: int, dt: float,
     :math:`v^2`, lambdified (JAX) from :mod:`proofs_check.layers`. A path is absorbed once
     :math:`|z| > 14` (:math:`1 \mp \rho < 10^{-12}`, far inside any outcome tolerance).
     Returns :math:`\rho` at the horizon."""
-    from ._geometry import sample_uniform
+    from .._geometry import sample_uniform
 
     start_key, path_key = jax.random.split(key)
     x = sample_uniform(start_key, (trajectories, 2), d, dtype=jnp.float64)

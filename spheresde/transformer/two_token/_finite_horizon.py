@@ -72,8 +72,8 @@ from scipy import linalg, special
 
 from proofs_check.export import CHAINS, finite_depth_coefficients
 
+from ..._typing import RealGrid
 from .._outcomes import DEFAULT_TOL, OutcomeFractions
-from .._typing import RealGrid
 from ._coefficients import noise_scale, rc
 from ._exact import antipodal_probability
 from ._extent import far_extent

@@ -42,11 +42,11 @@ Each trajectory draws its randomness from its own key
 (folded with the step), so a trajectory's path does not depend on which others are
 still running: with and without absorption, the same seed gives the same trajectories.
 
-The two-token network runs in the sum/difference coordinates of :mod:`spheresde._pair`,
+The two-token network runs in the sum/difference coordinates of :mod:`spheresde.transformer._pair`,
 where :math:`1 \pm \rho` keep their relative precision: in float32 the tokens
 themselves cannot resolve :math:`1 + \rho` below about :math:`10^{-14}`, above the
 antipodal levels at large :math:`\beta`. By default only the lengths :math:`|s|, |m|` are
-carried (the Gram chain of :mod:`spheresde._pair`: the same law, the same normals, the
+carried (the Gram chain of :mod:`spheresde.transformer._pair`: the same law, the same normals, the
 layer's arithmetic in :math:`\mathbb R^4` whatever :math:`d`).
 """
 
@@ -60,10 +60,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._brownian import bit_signs
+from .._brownian import bit_signs
+from .._small import inner
 from ._normalization import NormalizationLike, normalization
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
-from ._small import inner
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
@@ -280,7 +280,7 @@ def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noi
 @functools.partial(jax.jit, static_argnames=("noisy", "width"))
 def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noisy, width):
     """As :func:`_advance_pair` on the lengths ``a = |s|``, ``b = |m|`` (``(lanes, 1)``) of
-    the Gram chain of :mod:`spheresde._pair` in dimension ``width``: the same normals a
+    the Gram chain of :mod:`spheresde.transformer._pair` in dimension ``width``: the same normals a
     layer, reduced to the Bartlett factor where they are drawn."""
     from ._pair import gram_columns, gram_pair_layer
 
@@ -302,25 +302,26 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     cluster is absorbed, with certainty, at :func:`cone_absorption_level`.
 
     The pair is carried by :math:`s = X_1 + X_2` and :math:`m = X_1 - X_2`
-    (:mod:`spheresde._pair`: the same layer, exact in law, with :math:`1 \pm \rho`
+    (:mod:`spheresde.transformer._pair`: the same layer, exact in law, with :math:`1 \pm \rho`
     kept to relative precision), so the antipodal level of the scale function is
     reachable in float32. Trajectory ``i`` draws the noise of layers
     ``16 j .. 16 j + 15`` from ``fold_in(fold_in(key, i), j)``, so its path does not
     depend on the others or on when they are absorbed.
 
-    ``norm="layer"``: the LayerNorm network (:func:`spheresde._pair.pair_layer`; the start
-    is the uniform one centred and normalized, as :func:`spheresde.transformer.simulate_network`'s),
-    with no absorption: its certificate would need the derived two-token law that the
-    LayerNorm runs are there to check. ``dtype``: of the tokens (default float).
+    ``norm="layer"``: the LayerNorm network (:func:`~spheresde.transformer._pair.pair_layer`;
+    the start is the uniform one centred and normalized, as
+    :func:`spheresde.transformer.simulate_network`'s), with no absorption: its certificate
+    would need the derived two-token law that the LayerNorm runs are there to check.
+    ``dtype``: of the tokens (default float).
 
     ``chain="gram"`` (the default: ``tests/benchmarks/bench_gram_chain.py``) carries only
-    :math:`|s|, |m|` with the Gram chain of :mod:`spheresde._pair`, the same law from the
-    same normals with arithmetic that does not grow with :math:`d`; LayerNorm as that
+    :math:`|s|, |m|` with the Gram chain of :mod:`spheresde.transformer._pair`, the same law
+    from the same normals with arithmetic that does not grow with :math:`d`; LayerNorm as that
     chain in dimension :math:`d - 1`, except at :math:`d = 2`, where the hyperplane is a
     line and the vector chain runs. ``chain="vectors"``: :math:`s, m` in
-    :math:`\mathbb R^d` (:func:`spheresde._pair.pair_layer`).
+    :math:`\mathbb R^d` (:func:`spheresde.transformer._pair.pair_layer`).
     """
-    from ._geometry import sample_uniform
+    from .._geometry import sample_uniform
     from ._network import normalize
 
     norm = normalization(norm)
@@ -481,12 +482,12 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     they are absorbed: with and without absorption the same seed gives the same paths, and
     a classification changes only where an absorbed trajectory would have left the cluster
     (probability at most ``bound`` each). Classification at the horizon:
-    :func:`spheresde._outcomes.classify`.
+    :func:`spheresde.transformer._outcomes.classify`.
 
     Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
     order) and the trajectory-steps simulated.
     """
-    from ._geometry import sample_uniform
+    from .._geometry import sample_uniform
     from ._outcomes import classify, cluster_sizes
 
     segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
-from ._geometry import retract
+from .._geometry import retract
 
 
 class AbstractNormalization(abc.ABC):

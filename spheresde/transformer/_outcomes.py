@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._typing import Array
+from .._typing import Array
 
 SINGLE = 0
 ANTIPODAL = 1

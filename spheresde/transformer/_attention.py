@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._small import small_matmul, small_softmax
-from ._typing import Array, Tokens
+from .._small import small_matmul, small_softmax
+from .._typing import Array, Tokens
 
 
 def attention_weights(

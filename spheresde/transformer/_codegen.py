@@ -32,15 +32,15 @@ import sympy as sp
 from proofs_check.engine import DiffusionLimit, GaussianMatrix
 from proofs_check.symbols import d as d_symbol
 
+from .._sde import SphereSDE
 from ._normalization import normalization
-from ._sde import SphereSDE
 
 
 def _psd_sqrt(kernel):
     """Symmetric square root of a positive semidefinite kernel matrix (``eigh``, eigenvalues
     clipped at 0). Only for the kernels of the sources drawn through them, which come as
     matrices, not as vectors; the span noise of the tokens uses
-    :func:`spheresde._noise.span_factor`."""
+    :func:`spheresde.transformer._noise.span_factor`."""
     lam, vec = jnp.linalg.eigh(kernel)
     return (vec * jnp.sqrt(jnp.maximum(lam, 0.0))[..., None, :]) @ jnp.swapaxes(vec, -1, -2)
 

@@ -27,14 +27,14 @@ and :math:`1 - \rho = |m|^2/2` keep their *relative* precision however small the
 where :math:`|X_1 + X_2|` computed from float32 tokens carries their rounding (about
 :math:`10^{-7}` per layer, so :math:`1+\rho` of the token network hovers at
 :math:`10^{-14}`-:math:`10^{-13}` at best, and higher if the noise itself is computed
-with cancellation; :mod:`spheresde._noise`).
-This is what lets certified absorption (:mod:`spheresde._absorption`) reach the levels
+with cancellation; :mod:`spheresde.transformer._noise`).
+This is what lets certified absorption (:mod:`spheresde.transformer._absorption`) reach the levels
 the scale function asks for at large :math:`\beta`.
 
 The noise: :math:`s \perp m` (the tokens have equal norms), so :math:`\Xi s` and
 :math:`\Xi m` are independent with laws :math:`N(0, |s|^2 I)` and :math:`N(0, |m|^2 I)`:
 :math:`2d` standard normals per layer, the same count as the span trick of
-:mod:`spheresde._noise`, and exact in law for the network (not pathwise; the tests check
+:mod:`spheresde.transformer._noise`, and exact in law for the network (not pathwise; the tests check
 the pathwise identity of :func:`pair_layer` with a given :math:`\Xi`).
 
 LayerNorm (``norm="layer"``): the tokens lie in the hyperplane :math:`P = I -
@@ -79,9 +79,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._small import inner
+from .._typing import Array, Float
 from ._normalization import NormalizationLike, normalization
-from ._small import inner
-from ._typing import Array, Float
 
 
 def pair_layer(s: Float[Array, "*batch d"], m: Float[Array, "*batch d"],

@@ -21,11 +21,11 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Float
 
-from .._brownian import bit_signs
-from .._devices import leading_axis_sharding
+from ..._brownian import bit_signs
+from ..._devices import leading_axis_sharding
+from ..._typing import ArrayLike, FloatArray, PRNGKeyArray, RealGrid, RealScalar
 from .._network import horizon_steps
 from .._outcomes import DEFAULT_TOL, OutcomeFractions, classify_rho, fractions_from_codes
-from .._typing import ArrayLike, FloatArray, PRNGKeyArray, RealGrid, RealScalar
 from ._coefficients import noise_scale
 
 _BITS = 32

@@ -32,8 +32,9 @@ numbers for the same seed; stores of revision 1 (no revision recorded) do not re
 @dataclasses.dataclass(frozen=True)
 class Simulation:
     """What one grid point simulates: the model (``method``: ``reduced``, ``particles`` or
-    ``discrete``; ``norm``), the tokens and their dimension, the inverse temperature
-    ``beta``, the value weights and the depth-time horizon."""
+    ``discrete``; ``norm``; ``layer``, a name of :func:`spheresde.transformer.layer`), the
+    tokens and their dimension, the inverse temperature ``beta``, the value weights and the
+    depth-time horizon."""
 
     method: str
     tokens: int
@@ -42,6 +43,7 @@ class Simulation:
     weights: AbstractWeights
     horizon: float
     norm: str = "rms"
+    layer: str = "paper"
 
 
 def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
@@ -104,7 +106,7 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
             run.method, jax.random.PRNGKey(chunk_seed(self.seed, point, k)), tokens=run.tokens,
             beta=run.beta, d=run.d, weights=run.weights, trajectories=size,
             layers=self.layers, horizon=run.horizon, tol=self.tol, absorb=self.absorb,
-            norm=run.norm)
+            norm=run.norm, layer=run.layer)
 
     def check(self, counts: Counts, size: int) -> str | None:
         """:func:`~._simulate.counts_problem`: the format of :func:`simulate_counts`."""

@@ -63,6 +63,28 @@ def _layer_norm_methods(spec) -> str | None:
     return None
 
 
+def _layer_methods(spec) -> str | None:
+    """A layer other than the paper's runs exact (its derived law, where +-1 are
+    equilibria) or discrete (its network), and is one the engine can read."""
+    if spec.layer == "paper":
+        return None
+    from ..transformer._layers import LayerError, layer
+
+    if spec.method not in ("exact", "discrete"):
+        return (f"`layer={spec.layer!r}` needs `method` exact (its derived law) or discrete "
+                "(its network); reduced and particles are the paper's layer")
+    try:
+        chosen = layer(spec.layer)
+        chosen.step(2, spec.norm)  # read by the engine: refused here, not in a chunk
+        if spec.method == "exact" and not chosen.equilibria(spec.norm):
+            return (f"`layer={spec.layer!r}`: rho = +-1 are not equilibria of its derived "
+                    f"rho-SDE ({spec.norm}), so it has no exact outcome law; use "
+                    "`method='discrete'` (its network, no absorption)")
+    except LayerError as error:
+        return f"`layer={spec.layer!r}`: {error}"
+    return None
+
+
 @dataclass(frozen=True)
 class PhaseRow:
     """One grid point of Figure 3: outcome fractions, the error bar and the exact limit."""
@@ -106,7 +128,8 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     unused: ClassVar = {"method": {"exact": SAMPLING}}
     law_only: ClassVar = {"method": "exact"}
     label: ClassVar[str] = "{name} ({method})"
-    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods)
+    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods,
+                              _layer_methods)
     row_type: ClassVar[type] = PhaseRow
     axes: ClassVar[dict[str, str]] = {"d": "dims", "beta": "betas"}
     report_rank: ClassVar[int] = 30
@@ -128,11 +151,17 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     norm: Literal["rms", "layer"] = param(
         "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
         "normalize; exact and reduced use the derived law, the RMS one at d - 1)", added=True)
+    layer: str = param(
+        "paper", "the layer: paper, two_heads, mlp, per_token (registered) or MODULE:FUNCTION, "
+        "a function of the tokens written with proofs_check.engine, importable from the "
+        "working directory; beta, eps (--sigma) and d bind to the sweep's values. A layer "
+        "other than the paper's runs exact (its derived rho-SDE) or discrete (its network)",
+        added=True)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """Two tokens in dimension ``d`` at ``beta``, pure-noise weights, the horizon T."""
         return Simulation(self.method, 2, point["beta"], point["d"], PureNoise(self.sigma),
-                          self.horizon, self.norm)
+                          self.horizon, self.norm, self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> PhaseRow:
         """The row of ``point``: the Monte Carlo fractions (or the exact law) beside the
@@ -142,6 +171,8 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         from ._simulate import add_counts, exact_two_tokens
 
         d, beta = point["d"], point["beta"]
+        if self.layer != "paper":
+            return self._layer_row(d, beta, counts)
         norm = normalization(self.norm)
         law_d = norm.two_token_dimension(d)  # the two-token law of this normalization
         exact = exact_two_tokens(beta, law_d, sigma=self.sigma)
@@ -174,10 +205,74 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             trajectories=fractions.count or 0, p_network=network,
         )
 
+    def _layer_row(self, d: int, beta: float, counts: list[dict]) -> PhaseRow:
+        """The row of a layer other than the paper's: its network's fractions (or its
+        exact law) beside the t -> inf law and the critical beta of its derived rho-SDE
+        (NaN where +-1 are not its equilibria). No finite-horizon law is derived for it
+        yet: ``p_finite`` is NaN for its network (the t -> inf law for ``exact``)."""
+        from ..transformer._layers import layer
+        from ..transformer._outcomes import OutcomeFractions, fractions_from_counts
+        from ._simulate import add_counts
+
+        chosen = layer(self.layer)
+        p_inf = beta_c = math.nan
+        if chosen.equilibria(self.norm):
+            p_inf = chosen.antipodal_probability(beta, d, eps=self.sigma, norm=self.norm)
+            beta_c = chosen.critical_beta(d, eps=self.sigma, norm=self.norm)
+        if self.method == "exact":
+            fractions = OutcomeFractions.exact(p_inf)
+        else:
+            fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
+        return PhaseRow(
+            d=d, beta=beta, p_antipodal=float(fractions.antipodal),
+            p_single=float(fractions.single), p_undecided=float(fractions.undecided),
+            stderr=float(fractions.antipodal_se), p_exact=p_inf,
+            p_finite=p_inf if self.method == "exact" else math.nan,
+            beta_c=beta_c, trajectories=fractions.count or 0)
+
+    def _plot_layer(self, rows: list[PhaseRow], path: Path) -> Path:
+        """A layer other than the paper's: its network's points (+-2 s.e.) against the
+        t -> inf law of its derived rho-SDE (solid) and its critical beta (dashed)."""
+        from ..transformer._layers import layer
+        from ._plotting import colors, save, subplots
+
+        chosen = layer(self.layer)
+        exact = chosen.equilibria(self.norm)
+        dims = sorted({r.d for r in rows})
+        betas = sorted({r.beta for r in rows})
+        fine = np.linspace(min([*betas, 0.0]), max(betas), 60)
+        fig, ax = subplots(figsize=(7.5, 4.8))
+        for d, color in zip(dims, colors("viridis", 0.0, 0.9, len(dims)), strict=True):
+            if exact:
+                ax.plot(fine, [chosen.antipodal_probability(b, d, eps=self.sigma,
+                                                            norm=self.norm) for b in fine],
+                        color=color, lw=1.6, label=f"d={d}")
+                beta_c = chosen.critical_beta(d, eps=self.sigma, norm=self.norm)
+                if math.isfinite(beta_c):
+                    ax.axvline(beta_c, color=color, ls="--", lw=1)
+            if self.method != "exact":
+                mine = [r for r in rows if r.d == d]
+                ax.errorbar([r.beta for r in mine], [r.p_antipodal for r in mine],
+                            yerr=[2 * r.stderr for r in mine], fmt="o", ms=4, color=color,
+                            capsize=2, label=None if exact else f"d={d}")
+        ax.set_xlabel(r"inverse temperature $\beta$")
+        ax.set_ylabel("P(antipodal)")
+        law = ("solid: t -> inf law of its derived rho-SDE (scale function); dashed: its "
+               "critical beta" if exact else "rho = +-1 are not equilibria: no exact law")
+        what = "" if self.method == "exact" else (
+            f"\n{self.method} network, {self.trajectories} trajectories, L={self.layers}, "
+            f"T={self.horizon:g} (points +-2 s.e.)")
+        ax.set_title(f"Layer {self.layer} ({self.norm}), sigma={self.sigma:g}: {law}{what}",
+                     fontsize=9)
+        ax.legend(fontsize=8, ncol=2)
+        return save(fig, path)
+
     def plot(self, rows: list[PhaseRow], path: Path) -> Path:
         """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
         run's own T and tol (solid), the simulated chain's own (exact) law at its L
         (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
+        if self.layer != "paper":
+            return self._plot_layer(rows, path)
         from ..transformer import two_token
         from ._plotting import colors, save, subplots
 

@@ -117,7 +117,7 @@ def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
 def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
                     tol: float, absorb: float, norm: str | AbstractNormalization = "rms",
-                    dtype=None) -> dict:
+                    layer: str = "paper", dtype=None) -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
@@ -136,6 +136,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     at :meth:`~spheresde.transformer.AbstractNormalization.two_token_dimension`;
     ``particles`` is refused (as for every normalization but the paper's).
 
+    ``layer``: a layer of :func:`spheresde.transformer.layer` other than the paper's runs
+    under ``discrete`` only, as :meth:`spheresde.transformer.Layer.simulate` interprets it
+    (every layer, no absorption; ``weights`` give its ``mu`` and ``eps``); the paper's
+    layer runs the fast paths above, which a test holds to that interpretation in law.
+
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
@@ -148,11 +153,15 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     if not norm.paper and method == "particles":
         raise ValueError(f"norm={norm.name!r} needs method 'reduced' or 'discrete' (the "
                          "particle SDE is the RMS one)")
-    if method == "reduced":
-        d = norm.two_token_dimension(d)
-    if method == "reduced" and not constant:
+    if layer != "paper":
+        codes, minority = _layer_outcomes(method, key, layer=layer, tokens=tokens, beta=beta,
+                                          d=d, weights=weights, trajectories=trajectories,
+                                          layers=layers, steps=steps, tol=tol, norm=norm,
+                                          dtype=dtype)
+        work = trajectories * steps
+    elif method == "reduced" and not constant:
         mu, eps = weights.limit()
-        codes, work = absorbing_rho(key, beta=beta, d=d, eps=eps, mu=mu,
+        codes, work = absorbing_rho(key, beta=beta, d=norm.two_token_dimension(d), eps=eps, mu=mu,
                                     trajectories=trajectories, layers=layers, steps=steps,
                                     tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
@@ -178,6 +187,29 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                                  minlength=tokens // 2 + 1)],
         "steps": int(work),
     }
+
+
+def _layer_outcomes(method: str, key, *, layer: str, tokens: int, beta: float, d: int,
+                    weights: AbstractWeights, trajectories: int, layers: int, steps: int,
+                    tol: float, norm: AbstractNormalization,
+                    dtype=None) -> tuple[np.ndarray, np.ndarray]:
+    """Outcome codes and minorities of the discrete network of a layer of
+    :func:`spheresde.transformer.layer`, from independent uniform tokens."""
+    import jax
+
+    from .. import sample_uniform
+    from ..transformer._layers import layer as get_layer
+
+    if method != "discrete" or isinstance(weights, ConstantWeights):
+        raise ValueError(f"layer {layer!r} runs as the discrete network with random weights "
+                         "only (method 'discrete'; the exact law is method 'exact')")
+    mu, eps = weights.limit()
+    start_key, path_key = jax.random.split(key)
+    tokens0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
+    final = get_layer(layer).simulate(path_key, tokens0, beta=beta, eps=eps, mu=mu,
+                                      layers=layers, steps=steps, norm=norm)
+    codes = np.asarray(classify(final, tol))
+    return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
 
 def add_counts(counts: list[dict]) -> dict:

@@ -1,0 +1,476 @@
+r"""A Transformer layer written once, read by the symbolic engine and run as a network.
+
+A layer is the increment :math:`\delta_i = Y_i - X_i` of the residual update
+:math:`X_i' = N(X_i + \delta_i)`, written with the primitives of
+:mod:`proofs_check.engine` as its users already write it: the tokens, ``softmax(tokens,
+beta)``, random matrices (:class:`~proofs_check.engine.GaussianMatrix`, shared or per
+token, :class:`~proofs_check.engine.ReLUMLP`), the step ``s`` and the symbols of
+:mod:`proofs_check.symbols`. A :class:`Layer` holds that function, and everything the
+package knows is asked of it:
+
+- **symbolically**, :meth:`Layer.rho_sde` is the engine's two-token SDE of
+  :math:`\rho = \langle X_1, X_2\rangle` (:func:`proofs_check.engine.rho_sde`);
+- **numerically**, :meth:`Layer.simulate` runs the discrete network. The function is read
+  once by the engine on ``n`` tokens with a generic Gram matrix: every increment is a
+  combination of span vectors (the tokens and the normalization's fixed directions) and
+  of noise terms (a random matrix applied to such a combination), with coefficients
+  that are SymPy expressions of the Gram entries, ``s`` and the parameters. Those
+  coefficients are lambdified (nothing retyped) and a layer draws the matrices: a
+  ``d x d`` Gaussian per shared matrix (per token for a per-token one), :math:`W_1`,
+  :math:`W_2` per ReLU block (:data:`MLP_WIDTH` wide), fresh per layer. The
+  coefficients keep their full dependence on ``s = L^{-1/2}``, so this is the discrete
+  layer at any depth, not its limit;
+- **its exact law**: :meth:`Layer.antipodal_probability` (the :math:`t \to \infty` law
+  of two uniform tokens from the scale function of the derived :math:`\rho`-SDE) and
+  :meth:`Layer.critical_beta` (the root of its Lyapunov exponent at :math:`\rho = -1`),
+  where :math:`\rho = \pm 1` are equilibria of that SDE (:meth:`Layer.equilibria`).
+
+Layers are named in one registry (:func:`layer`, :func:`register_layer`): ``"paper"``
+(:math:`\delta_i = s V A_i`, :math:`V = \mu s I + \varepsilon G`), ``"two_heads"``,
+``"mlp"`` and ``"per_token"``; ``"MODULE:FUNCTION"`` names a function of the tokens
+importable from the working directory. The parameters bind by symbol: ``beta``, ``eps``
+(:math:`\varepsilon`, named ``epsilon``), ``mu``, ``d`` and ``s``; a layer may fix other
+symbols of its own (:attr:`Layer.constants`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._normalization import NormalizationLike, normalization
+
+#: The hidden width of a ReLU block in the numeric layer (the limit holds at any width).
+MLP_WIDTH = 16
+#: The symbols of :mod:`proofs_check.symbols` the parameters of a layer bind to, by name
+#: (:meth:`Layer.bind`; ``epsilon`` is ``eps``).
+PARAMETERS = ("beta", "epsilon", "mu", "d", "s")
+
+
+class LayerError(ValueError):
+    """A layer the engine cannot read, or parameters it cannot be run with."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    r"""A residual layer :math:`X_i' = N(X_i + \delta_i)` (module docstring).
+
+    Parameters
+    ----------
+    name : str
+        The name the registry and the command line (``--layer``) know it by.
+    increment : callable
+        ``increment(tokens)``: one :class:`proofs_check.engine.RandomVector` per token.
+    summary : str
+        One line for ``--help`` and the figures.
+    constants : mapping of str to float
+        Values of the layer's own symbols (other than :data:`PARAMETERS`).
+    """
+
+    name: str
+    increment: Callable = field(compare=False)
+    summary: str = ""
+    constants: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    def bind(self, *, beta: float, eps: float = 1.0, mu: float = 0.0, d: int,
+             layers: int | None = None) -> dict[str, float]:
+        """The numbers every symbol of the layer takes: the parameters and
+        :attr:`constants` (``s = layers ** -1/2`` when ``layers`` is given)."""
+        values = {"beta": float(beta), "epsilon": float(eps), "mu": float(mu), "d": float(d),
+                  **{k: float(v) for k, v in self.constants.items()}}
+        if layers is not None:
+            values["s"] = 1.0 / math.sqrt(layers)
+        return values
+
+    # -- the symbolic side -------------------------------------------------------------
+
+    def rho_sde(self, norm: NormalizationLike = "rms"):
+        """The derived Ito SDE of :math:`\\rho` for two tokens
+        (:func:`proofs_check.engine.rho_sde`; imports SymPy)."""
+        return _rho_sde(self, normalization(norm).name)
+
+    def equilibria(self, norm: NormalizationLike = "rms") -> bool:
+        r"""Whether :math:`\rho = \pm 1` are equilibria of the derived :math:`\rho`-SDE with a
+        geometric (second-order) noise there: the condition of its exact outcome law, of
+        :meth:`critical_beta` and of certified absorption."""
+        return _two_token_law(self, normalization(norm).name) is not None
+
+    def critical_beta(self, d: int, *, eps: float = 1.0, mu: float = 0.0,
+                      norm: NormalizationLike = "rms", beta_max: float = 50.0) -> float:
+        r"""The inverse temperature above which the antipodal pair attracts: the root in
+        :math:`\beta` of the derived Lyapunov exponent :math:`\lambda_-` at
+        :math:`\rho = -1` (:func:`proofs_check.engine.lyapunov_at`). NaN when it does not
+        change sign on :math:`[0, \beta_{max}]`, or without :meth:`equilibria`."""
+        from scipy.optimize import brentq
+
+        law = _two_token_law(self, normalization(norm).name)
+        if law is None:
+            return math.nan
+        values = self.bind(beta=0.0, eps=eps, mu=mu, d=d)
+
+        def lam(b):
+            return float(law.lyapunov_minus(**{**values, "beta": b}))
+
+        grid = np.linspace(0.0, beta_max, 501)
+        signs = np.sign([lam(b) for b in grid])
+        change = np.flatnonzero(signs[:-1] * signs[1:] < 0)
+        if not change.size:
+            return 0.0 if signs[0] < 0 else math.nan
+        k = int(change[0])
+        return float(brentq(lam, grid[k], grid[k + 1], xtol=1e-14, rtol=1e-14))
+
+    def antipodal_probability(self, beta: float, d: int, *, eps: float = 1.0,
+                              mu: float = 0.0, norm: NormalizationLike = "rms") -> float:
+        r""":math:`P(\rho_t \to -1)` for two independent uniform tokens under the derived
+        :math:`\rho`-SDE, from its scale function (:func:`scale_function_probability`).
+
+        Raises
+        ------
+        LayerError
+            Without :meth:`equilibria` (the law of the outcome is not of this form).
+        """
+        norm = normalization(norm)
+        law = _two_token_law(self, norm.name)
+        if law is None:
+            raise LayerError(f"rho = +-1 are not equilibria of layer {self.name!r}'s "
+                             f"rho-SDE ({norm.name}): it has no exact outcome law")
+        values = self.bind(beta=beta, eps=eps, mu=mu, d=d)
+        return scale_function_probability(lambda r: law.phi(r, **values),
+                                          d - norm.directions)
+
+    # -- the numeric side ----------------------------------------------------------------
+
+    def step(self, n: int, norm: NormalizationLike = "rms"):
+        """``step(key, x, values) -> x'``: one discrete layer for one trajectory's
+        ``(n, d)`` tokens with the symbol values of :meth:`bind` (``s`` included)."""
+        return _numeric_layer(self, n, normalization(norm).name)
+
+    def simulate(self, key, tokens0, *, beta: float, eps: float = 1.0, mu: float = 0.0,
+                 layers: int, steps: int, norm: NormalizationLike = "rms"):
+        """The discrete network: ``steps`` layers of step ``s = layers ** -1/2`` from
+        ``tokens0`` ``(trajectories, n, d)`` (put on the normalization's manifold first);
+        the final tokens. Layer ``k`` draws its matrices from ``fold_in(key, k)``."""
+        tokens0 = jnp.asarray(tokens0)
+        _, n, d = tokens0.shape
+        norm = normalization(norm)
+        values = {k: jnp.asarray(v, tokens0.dtype)
+                  for k, v in self.bind(beta=beta, eps=eps, mu=mu, d=d, layers=layers).items()}
+        return _run(self.step(n, norm), key, norm.start(tokens0), values, steps)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _run(step, key, x0, values, steps):
+    trajectories = x0.shape[0]
+    one = jax.vmap(step, in_axes=(0, 0, None))
+
+    def layer_k(x, k):
+        keys = jax.random.split(jax.random.fold_in(key, k), trajectories)
+        return one(keys, x, values), None
+
+    x, _ = jax.lax.scan(layer_k, x0, jnp.arange(steps))
+    return x
+
+
+@dataclass(frozen=True)
+class _Program:
+    """The engine's reading of a layer on ``n`` tokens, lambdified."""
+
+    coefficients: Callable  # (gram entries, values) -> (det, gaussian..., relu c..., relu v...)
+    gaussian: int  # number of independent d x d Gaussian draws per layer
+    relu: tuple[tuple[int, int], ...]  # (block, token) of each ReLU term
+    blocks: int  # number of ReLU blocks (W_1, W_2 pairs)
+
+
+def _read(lay: Layer, n: int, norm_name: str) -> _Program:
+    """Read ``lay`` on ``n`` tokens with the engine and lambdify its coefficients."""
+    import sympy as sp
+
+    from proofs_check.engine import GaussianMatrix, RandomVector, ReLUMLP, token_span
+    from proofs_check.engine import normalization as symbolic
+
+    span, tokens = token_span(n, symbolic(norm_name))
+    try:
+        increments = list(lay.increment(list(tokens)))
+    except Exception as error:  # the user's function: say which layer and what it raised
+        raise LayerError(f"layer {lay.name!r} cannot be read by the engine: "
+                         f"{type(error).__name__}: {error} (write it with the primitives "
+                         "of proofs_check.engine: softmax, GaussianMatrix, ReLUMLP, s)"
+                         ) from None
+    if len(increments) != n or not all(isinstance(v, RandomVector) for v in increments):
+        kinds = sorted({type(v).__name__ for v in increments})
+        raise LayerError(f"layer {lay.name!r} must return one RandomVector per token ({n}), "
+                         f"got {len(increments)} of {', '.join(kinds) or 'nothing'}")
+    size = span.n  # the tokens, then the normalization's fixed directions
+    det = sp.zeros(n, size)
+    gaussian: dict = {}
+    relu, relu_terms, blocks = [], [], {}
+    for i, inc in enumerate(increments):
+        for c, v in inc.det:
+            det[i, :] += c * v.coeffs.T
+        for c, term in inc.noisy:
+            if isinstance(term.source, GaussianMatrix):
+                key = (term.source, term.owner)
+                gaussian.setdefault(key, sp.zeros(n, size))[i, :] += c * term.vector.coeffs.T
+            elif isinstance(term.source, ReLUMLP):
+                block = blocks.setdefault(term.source, len(blocks))
+                relu.append((block, i))
+                relu_terms.append((c, term.vector.coeffs.T))
+            else:
+                raise LayerError(f"layer {lay.name!r}: no numeric draw for the noise source "
+                                 f"{type(term.source).__name__}")
+    gram = [sp.Symbol(f"g_{i}{j}", real=True) for i in range(n) for j in range(i + 1, n)]
+    exprs = [det, *gaussian.values(), *[c for c, _ in relu_terms],
+             *[v for _, v in relu_terms]]
+    free = set().union(*(sp.sympify(e).free_symbols for e in exprs)) - set(gram)
+    known = {*PARAMETERS, *lay.constants}
+    unknown = sorted(str(x) for x in free if str(x) not in known)
+    if unknown:
+        raise LayerError(f"layer {lay.name!r} has symbols with no value: {', '.join(unknown)} "
+                         f"(the parameters are {', '.join(PARAMETERS)}; give others a value "
+                         "in Layer(constants=...))")
+    names = sorted(known)
+    symbols = [sp.Symbol(x) for x in names]
+    # the engine's symbols carry assumptions: substitute them by plain ones of that name
+    plain = {x: sp.Symbol(str(x)) for x in free}
+    function = sp.lambdify([gram, symbols], [sp.sympify(e).subs(plain) for e in exprs],
+                           modules="jax")
+
+    def coefficients(entries, values):
+        return function(entries, [values[x] for x in names])
+
+    return _Program(coefficients, len(gaussian), tuple(relu), len(blocks))
+
+
+@functools.cache
+def _numeric_layer(lay: Layer, n: int, norm_name: str):
+    program = _read(lay, n, norm_name)
+    norm = normalization(norm_name)
+    upper = np.triu_indices(n, 1)
+
+    def step(key, x, values):
+        d = x.shape[-1]
+        basis = norm.span_basis(x)
+        out = program.coefficients((x @ x.T)[upper], values)
+        det = jnp.broadcast_to(jnp.asarray(out[0], x.dtype), (n, basis.shape[0]))
+        delta = det @ basis
+        keys = jax.random.split(key, program.gaussian + 2 * program.blocks)
+        for q in range(program.gaussian):
+            g = jax.random.normal(keys[q], (d, d), x.dtype)
+            delta = delta + (jnp.asarray(out[1 + q], x.dtype) @ basis) @ g.T
+        offset = 1 + program.gaussian
+        terms = len(program.relu)
+        for t, (block, i) in enumerate(program.relu):
+            k1, k2 = keys[program.gaussian + 2 * block: program.gaussian + 2 * block + 2]
+            w1 = jax.random.normal(k1, (MLP_WIDTH, d), x.dtype)
+            w2 = jax.random.normal(k2, (d, MLP_WIDTH), x.dtype) / np.sqrt(MLP_WIDTH)
+            v = jnp.asarray(out[offset + terms + t], x.dtype).reshape(-1) @ basis
+            delta = delta.at[i].add(out[offset + t] * (w2 @ jax.nn.relu(w1 @ v)))
+        return norm.normalize(x + delta)
+
+    return step
+
+
+@dataclass(frozen=True)
+class _TwoTokenLaw:
+    """The derived rho-SDE where +-1 are geometric equilibria, lambdified."""
+
+    phi: Callable  # (rho, **values) -> 2 b_z / a_z in z = artanh(rho)
+    lyapunov_minus: Callable  # (**values) -> lambda_- at rho = -1
+
+
+@functools.cache
+def _rho_sde(lay: Layer, norm_name: str):
+    from proofs_check.engine import rho_sde
+
+    try:
+        return rho_sde(lay.increment, norm_name)
+    except LayerError:
+        raise
+    except Exception as error:
+        raise LayerError(f"layer {lay.name!r} cannot be read by the engine: "
+                         f"{type(error).__name__}: {error}") from None
+
+
+@functools.cache
+def _two_token_law(lay: Layer, norm_name: str) -> _TwoTokenLaw | None:
+    """Lambdified from the derived rho-SDE: :math:`m = (1-\\rho^2)\\tilde m`,
+    :math:`v = (1-\\rho^2)^2 \\tilde v`, so that in :math:`z = \\operatorname{artanh}\\rho`
+    :math:`2 b_z / a_z = 2(\\tilde m + \\rho\\tilde v)/\\tilde v` (no cancellation near
+    :math:`\\rho = \\pm 1`). None unless :math:`\\tilde m` and :math:`\\tilde v` are finite
+    at :math:`\\pm 1` with :math:`\\tilde v > 0` there."""
+    import sympy as sp
+
+    from proofs_check.engine import canonical, lyapunov_at, value_at
+    from proofs_check.symbols import rho
+
+    sde = _rho_sde(lay, norm_name)
+    m_t = canonical(sde.drift / (1 - rho**2))
+    v_t = canonical(sde.variance / (1 - rho**2) ** 2)
+    for end in (1, -1):
+        for expr in (m_t, v_t):
+            if value_at(expr, end).has(sp.zoo, sp.oo, sp.nan):
+                return None
+    try:
+        lam = lyapunov_at(sde, -1)
+    except ValueError:
+        return None
+    free = sorted({str(x) for x in (m_t + v_t + lam).free_symbols} - {"rho"})
+    plain = {x: sp.Symbol(str(x)) for x in (m_t + v_t + lam).free_symbols}
+    r = sp.Symbol("rho")
+    args = [sp.Symbol(x) for x in free]
+    phi = sp.lambdify([r, *args], (2 * (m_t + rho * v_t) / v_t).subs(plain), modules="numpy")
+    lyap = sp.lambdify(args, lam.subs(plain), modules="numpy")
+    return _TwoTokenLaw(lambda rr, **v: phi(rr, *[v[x] for x in free]),
+                        lambda **v: lyap(*[v[x] for x in free]))
+
+
+def scale_function_probability(phi: Callable, sphere: int, *, half_width: float = 20.0,
+                               points: int = 40001) -> float:
+    r""":math:`P(\rho_t \to -1)` for a diffusion of :math:`z = \operatorname{artanh}\rho`
+    with :math:`2 b_z/a_z = \varphi(\rho)`, from :math:`\rho_0` of two independent
+    uniform points of a sphere :math:`S^{k-1}` (``sphere`` = k: density
+    :math:`\propto (1-\rho^2)^{(k-3)/2}`, in z :math:`\operatorname{sech}^{k-1} z`).
+
+    The scale density is :math:`S'(z) = e^{-\Phi(z)}`, :math:`\Phi' = \varphi`, and
+    :math:`P(\to -1 \mid z_0) = (S(\infty) - S(z_0))/(S(\infty) - S(-\infty))`. On
+    :math:`|z| \le` ``half_width`` by the trapezoid rule; beyond, :math:`\varphi` is its
+    limit to :math:`e^{-2\,\text{half\_width}}` and the tails are exponentials
+    (:math:`S(\pm\infty)` infinite where they do not decay: the end is never reached).
+    """
+    z = np.linspace(-half_width, half_width, points)
+    h = z[1] - z[0]
+    f = np.broadcast_to(np.asarray(phi(np.tanh(z)), float), z.shape)
+    Phi = np.concatenate([[0.0], np.cumsum((f[1:] + f[:-1]) * h / 2)])
+    Phi -= Phi[points // 2]
+    a = -Phi
+    top = a.max()
+    s_prime = np.exp(a - top)
+    S = np.concatenate([[0.0], np.cumsum((s_prime[1:] + s_prime[:-1]) * h / 2)])
+    phi_plus, phi_minus = f[-1], f[0]
+    # tails: S' = S'(Z) exp(-phi_+ (z - Z)) beyond Z, S'(-Z) exp(phi_- (-Z - z)) before -Z
+    upper = s_prime[-1] / phi_plus if phi_plus > 0 else math.inf
+    lower = -s_prime[0] / phi_minus if phi_minus < 0 else math.inf
+    density = np.cosh(z) ** -(sphere - 1.0)
+    density /= np.sum((density[1:] + density[:-1]) * h / 2)
+    if math.isinf(upper) and math.isinf(lower):
+        return math.nan
+    if math.isinf(upper):
+        return 1.0
+    if math.isinf(lower):
+        return 0.0
+    s_top = S[-1] + upper  # S(+inf) with S(-Z) = 0
+    p = (s_top - S) / (s_top + lower)
+    return float(np.clip(np.sum((density * p)[1:] + (density * p)[:-1]) * h / 2, 0.0, 1.0))
+
+
+# -- the registry ----------------------------------------------------------------------
+
+
+def _paper(tokens):
+    from proofs_check.layers import paper_layer
+
+    return paper_layer()(tokens)
+
+
+def _two_heads(tokens):
+    from proofs_check.layers import heads_layer
+    from proofs_check.symbols import beta
+
+    return heads_layer([beta, beta / 2])(tokens)
+
+
+def _mlp(tokens):
+    from proofs_check.layers import mlp_layer
+
+    return mlp_layer()(tokens)
+
+
+def _per_token(tokens):
+    from proofs_check.engine import GaussianMatrix, softmax
+    from proofs_check.symbols import beta, eps, s
+
+    V = GaussianMatrix("V", std=eps)
+    U = GaussianMatrix("U", std=eps / 2, shared=False)
+    return [s * (V @ a) + s * (U[i] @ a) for i, a in enumerate(softmax(tokens, beta))]
+
+
+_REGISTRY: dict[str, Layer] = {}
+
+
+def register_layer(lay: Layer) -> Layer:
+    """Make ``lay`` known by its name to :func:`layer` and every ``--layer`` (registering
+    the same layer again does nothing).
+
+    Raises
+    ------
+    ValueError
+        If another layer has that name, or the name has a colon (``MODULE:FUNCTION``).
+    """
+    if not isinstance(lay, Layer):
+        raise TypeError(f"register a spheresde.transformer.Layer, got {lay!r}")
+    if ":" in lay.name:
+        raise ValueError(f"a registered layer's name has no colon, got {lay.name!r}")
+    known = _REGISTRY.setdefault(lay.name, lay)
+    if known is not lay and known.increment is not lay.increment:
+        raise ValueError(f"the layer name {lay.name!r} is taken: give yours another name")
+    return known
+
+
+for _layer in (
+    Layer("paper", _paper, "the paper's: s V A_i, V = mu s I + eps G"),
+    Layer("two_heads", _two_heads, "two heads at beta and beta/2, independent V_h"),
+    Layer("mlp", _mlp, "the paper's plus a ReLU MLP block of scale gamma = 1",
+          {"gamma": 1.0}),
+    Layer("per_token", _per_token, "the paper's plus a value matrix per token (eps/2)"),
+):
+    register_layer(_layer)
+
+
+def layers() -> tuple[str, ...]:
+    """The registered layer names."""
+    return tuple(_REGISTRY)
+
+
+def layer(spec: str | Layer) -> Layer:
+    """The layer ``spec`` names: a registered name, ``"MODULE:FUNCTION"`` (a function of
+    the tokens importable from the working directory, as
+    ``examples/plot_custom_layer.py`` writes one) or a :class:`Layer` itself.
+
+    Raises
+    ------
+    LayerError
+        For a name that is not registered or a function that cannot be imported.
+    """
+    if isinstance(spec, Layer):
+        return spec
+    if not isinstance(spec, str):
+        raise LayerError(f"a layer is a registered name or MODULE:FUNCTION, got {spec!r}")
+    if spec in _REGISTRY:
+        return _REGISTRY[spec]
+    module, colon, function = spec.partition(":")
+    if not colon:
+        raise LayerError(f"no layer {spec!r}: pass one of {', '.join(_REGISTRY)} or "
+                         "MODULE:FUNCTION (a function of the tokens written with "
+                         "proofs_check.engine)")
+    if os.getcwd() not in sys.path:  # importable from the working directory, as documented
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as error:
+        raise LayerError(f"cannot import layer {spec!r}: {error}") from None
+    if not callable(found):
+        raise LayerError(f"layer {spec!r} is not a function of the tokens")
+    return Layer(spec, found, f"{function} of {module}")
+
+
+__all__ = ["Layer", "LayerError", "layer", "layers", "register_layer",
+           "scale_function_probability"]

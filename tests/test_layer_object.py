@@ -1,0 +1,171 @@
+"""A layer written once (spheresde.transformer.Layer): read by the engine, run as a network.
+
+Every registered layer and normalization is read and simulated on its manifold; the
+paper's layer, interpreted from its engine definition, is held to the hand-written fast
+path in law and to its own exact law, and its derived critical beta and t -> inf law to
+the closed forms of spheresde.two_token, which come from another derivation.
+"""
+
+import math
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from spheresde import sample_uniform
+from spheresde.transformer import simulate_network, two_token
+from spheresde.transformer._layers import Layer, LayerError, layer, layers
+from spheresde.transformer._normalization import _REGISTRY as NORMALIZATIONS
+from spheresde.transformer._outcomes import ANTIPODAL, SINGLE, classify
+
+
+def _rho(tokens):
+    return np.asarray(jnp.einsum("pd,pd->p", tokens[:, 0], tokens[:, 1]))
+
+
+@pytest.mark.parametrize("d", [4, 5, 7, 10])
+def test_the_paper_layers_critical_beta_is_the_closed_form(d):
+    # root of the engine's lambda_- against 1/2 arccosh(d - 2) from proofs_check.stability
+    assert layer("paper").critical_beta(d) == pytest.approx(float(two_token.critical_beta(d)),
+                                                            abs=1e-10)
+
+
+@pytest.mark.parametrize(("beta", "d", "mu"), [(0.5, 4, 0.0), (1.5, 5, 0.0), (3.0, 7, 0.0),
+                                               (2.0, 6, 0.3), (2.5, 4, -0.2)])
+def test_the_paper_layers_scale_function_law_is_two_tokens(beta, d, mu):
+    # the scale function of the derived rho-SDE, by quadrature in z, against the law of
+    # two_token (its own coefficients and quadrature); 1e-6 is the quadrature's error
+    # (trapezoid, h = 1e-3), far below any Monte Carlo error bar
+    p = layer("paper").antipodal_probability(beta, d, eps=1.0, mu=mu)
+    expected = float(two_token.antipodal_probability(beta, d, mu=mu, eps=1.0))
+    assert p == pytest.approx(expected, abs=1e-6)
+
+
+def test_layernorm_law_comes_from_its_derived_sde_not_a_rule():
+    # the derived LayerNorm rho-SDE at d, with the start on the sphere of dimension d - 2,
+    # is the RMS law at d - 1 (proofs_check.layers); nothing here uses that rule
+    chosen = layer("paper")
+    for d, beta in [(5, 1.5), (6, 2.0), (8, 3.0)]:
+        assert chosen.antipodal_probability(beta, d, norm="layer") == pytest.approx(
+            float(two_token.antipodal_probability(beta, d - 1)), abs=1e-6)
+        assert chosen.critical_beta(d, norm="layer") == pytest.approx(
+            float(two_token.critical_beta(d - 1)), abs=1e-10)
+
+
+def test_layers_whose_poles_are_not_equilibria_have_no_exact_law():
+    chosen = layer("per_token")  # its drift at rho = +1 is -(d - 1) tau^2 != 0
+    assert not chosen.equilibria()
+    assert math.isnan(chosen.critical_beta(4))
+    with pytest.raises(LayerError, match="not equilibria"):
+        chosen.antipodal_probability(1.0, 4)
+    assert layer("two_heads").equilibria()
+
+
+@pytest.mark.parametrize("name", layers())
+@pytest.mark.parametrize("norm", sorted(NORMALIZATIONS))
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_registered_layer_runs_on_its_normalizations_manifold(name, norm, n):
+    key = jax.random.key(3)
+    x0 = sample_uniform(key, (64, n), 5, jnp.float64)
+    final = layer(name).simulate(jax.random.key(4), x0, beta=1.5, layers=10, steps=30,
+                                 norm=norm)
+    assert final.shape == (64, n, 5) and bool(jnp.all(jnp.isfinite(final)))
+    np.testing.assert_allclose(np.linalg.norm(final, axis=-1), 1.0, atol=1e-12)
+    for u in np.asarray(NORMALIZATIONS[norm].fixed_directions(5, jnp.float64)):
+        np.testing.assert_allclose(np.asarray(final) @ u, 0.0, atol=1e-12)
+    # the tokens moved (a layer that returned no noise would keep them)
+    assert float(jnp.max(jnp.abs(final - NORMALIZATIONS[norm].start(x0)))) > 0.1
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_the_generic_paper_layer_is_the_fast_path_in_law(dtype, norm):
+    # rho after 20 layers (L = 10, beta = 1, d = 5), 1,500 trajectories each, two-sample KS
+    # at level 1e-3; the same test rejects eps = 1.3 against eps = 1 (so it has power)
+    n_paths, key0, key1 = 1500, jax.random.key(11), jax.random.key(12)
+    x0 = sample_uniform(jax.random.key(10), (n_paths, 2), 5, dtype)
+    fast = simulate_network(key0, x0, 1.0, layers=10, horizon=2.0, trajectories=n_paths,
+                            norm=norm).tokens
+    generic = layer("paper").simulate(key1, x0, beta=1.0, layers=10, steps=20, norm=norm)
+    assert generic.dtype == dtype
+    assert stats.ks_2samp(_rho(fast), _rho(generic)).pvalue > 1e-3
+    louder = layer("paper").simulate(key1, x0, beta=1.0, eps=1.3, layers=10, steps=20,
+                                     norm=norm)
+    assert stats.ks_2samp(_rho(fast), _rho(louder)).pvalue < 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_the_generic_paper_network_agrees_with_its_own_exact_law(dtype):
+    # 6,000 two-token networks, d = 4, beta = 2, L = 5, T = 20 (100 layers), tol 1e-2:
+    # the antipodal fraction within 4 binomial standard errors (about 0.0054 here) of the
+    # exact law of the network chain at that L (two_token.outcome_probabilities,
+    # chain="network", law="exact"), which a bias of 0.03 would miss by 5 of them
+    n_paths, d, beta, layers_, horizon, tol = 6000, 4, 2.0, 5, 20.0, 1e-2
+    x0 = sample_uniform(jax.random.key(20), (n_paths, 2), d, dtype)
+    final = layer("paper").simulate(jax.random.key(21), x0, beta=beta, layers=layers_,
+                                    steps=round(horizon * layers_))
+    codes = np.asarray(classify(final, tol))
+    p_hat = float(np.mean(codes == ANTIPODAL))
+    law = two_token.outcome_probabilities(beta, d, horizon=horizon, tol=tol, layers=layers_,
+                                          chain="network", law="exact")
+    p = float(law.antipodal)
+    se = math.sqrt(p * (1 - p) / n_paths)
+    assert abs(p_hat - p) < 4 * se, (p_hat, p, se)
+    assert float(np.mean(codes == SINGLE)) > 0.5
+
+
+def test_a_layer_the_engine_cannot_read_is_refused_in_one_line():
+    def numpy_inside(tokens):
+        return [np.ones(3) for _ in tokens]
+
+    with pytest.raises(LayerError, match="one RandomVector per token"):
+        Layer("numpy_inside", numpy_inside).step(2)
+
+    def unknown_symbol(tokens):
+        import sympy as sp
+
+        from proofs_check.engine import GaussianMatrix
+
+        V = GaussianMatrix("V", std=sp.Symbol("tau"))
+        return [V @ x * sp.Symbol("s", positive=True) for x in tokens]
+
+    with pytest.raises(LayerError, match="symbols with no value: tau"):
+        Layer("unknown_symbol", unknown_symbol).step(2)
+    with pytest.raises(LayerError, match="cannot import layer"):
+        layer("no_such_module_here:f")
+    with pytest.raises(LayerError, match="no layer 'nope'"):
+        layer("nope")
+
+
+def test_a_layer_written_in_the_working_directory_runs_through_phase(tmp_path):
+    # the recipe of docs/contributing.rst: a function of the tokens in a module of the
+    # working directory, named MODULE:FUNCTION, with no other edit
+    (tmp_path / "mine.py").write_text(
+        "from proofs_check.engine import GaussianMatrix, softmax\n"
+        "from proofs_check.symbols import beta, eps, s\n"
+        "V = GaussianMatrix('V', std=eps)\n"
+        "def layer(tokens):\n"
+        "    return [s * (V @ a) for a in softmax(tokens, beta)]\n")
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "spheresde.cli", "phase", "--layer", "mine:layer", "--method",
+         "exact", "--dims", "5", "--betas", "0.5,2", "--out", str(out), "--quiet"],
+        cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    rows = (out / "phase.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    p = [float(r.split(",")[header.index("p_antipodal")]) for r in rows[1:]]
+    # the paper's layer written by hand: its law, from two_token
+    assert p == pytest.approx([float(two_token.antipodal_probability(b, 5)) for b in (0.5, 2)],
+                              abs=1e-6)
+    bad = subprocess.run(
+        [sys.executable, "-m", "spheresde.cli", "phase", "--layer", "mine:nothing",
+         "--method", "exact", "--out", str(out / "bad")],
+        cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "mine:nothing" in bad.stderr

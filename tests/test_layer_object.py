@@ -73,7 +73,8 @@ def test_every_registered_layer_runs_on_its_normalizations_manifold(name, norm, 
     x0 = sample_uniform(key, (64, n), 5, jnp.float64)
     final = layer(name).simulate(jax.random.key(4), x0, beta=1.5, layers=10, steps=30,
                                  norm=norm)
-    assert final.shape == (64, n, 5) and bool(jnp.all(jnp.isfinite(final)))
+    assert final.shape == (64, n, 5)
+    assert bool(jnp.all(jnp.isfinite(final)))
     np.testing.assert_allclose(np.linalg.norm(final, axis=-1), 1.0, atol=1e-12)
     for u in np.asarray(NORMALIZATIONS[norm].fixed_directions(5, jnp.float64)):
         np.testing.assert_allclose(np.asarray(final) @ u, 0.0, atol=1e-12)

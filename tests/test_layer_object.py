@@ -170,3 +170,39 @@ def test_a_layer_written_in_the_working_directory_runs_through_phase(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "mine:nothing" in bad.stderr
+
+
+@pytest.mark.parametrize(("beta", "d", "horizon", "norm", "mu"),
+                         [(1.0, 6, 500.0, "rms", 0.0), (2.0, 4, 20.0, "rms", 0.0),
+                          (3.0, 7, 5.0, "rms", 0.0), (2.0, 6, 20.0, "layer", 0.0),
+                          (2.0, 6, 20.0, "rms", 0.5)])
+def test_the_finite_horizon_law_of_a_layer_is_its_generators(beta, d, horizon, norm, mu):
+    # the Kolmogorov equation of the derived rho-SDE, by the solver of two_token with this
+    # layer's generator in place of the paper's coefficients: for the paper's layer the two
+    # generators are one, so the laws agree to rounding (LayerNorm: the RMS law at d - 1)
+    got = layer("paper").outcome_probabilities(beta, d, horizon=horizon, tol=1e-2, mu=mu,
+                                               norm=norm)
+    law_d = d - 1 if norm == "layer" else d
+    expected = two_token.outcome_probabilities(beta, law_d, horizon=horizon, tol=1e-2, mu=mu,
+                                               eps=1.0)
+    for outcome in ("antipodal", "single", "undecided"):
+        assert float(getattr(got, outcome)) == pytest.approx(
+            float(getattr(expected, outcome)), abs=1e-10)
+
+
+@pytest.mark.slow
+def test_two_heads_network_agrees_with_its_own_finite_horizon_law():
+    # a registered layer other than the paper's, end to end: 3,000 two-token networks of
+    # two heads (beta and beta/2), d = 4, beta = 3, L = 50, T = 8 (400 layers), tol 1e-2,
+    # against the Kolmogorov law of its derived rho-SDE at T: within 4 binomial standard
+    # errors (about 0.033 here; the chain's own O(1/L) offset is about 0.005 at L = 50)
+    n_paths, d, beta, layers_, horizon, tol = 3000, 4, 3.0, 50, 8.0, 1e-2
+    chosen = layer("two_heads")
+    x0 = sample_uniform(jax.random.key(30), (n_paths, 2), d, jnp.float64)
+    final = chosen.simulate(jax.random.key(31), x0, beta=beta, layers=layers_,
+                            steps=round(horizon * layers_))
+    p_hat = float(np.mean(np.asarray(classify(final, tol)) == ANTIPODAL))
+    p = float(chosen.outcome_probabilities(beta, d, horizon=horizon, tol=tol).antipodal)
+    se = math.sqrt(p * (1 - p) / n_paths)
+    assert p > 0.05
+    assert abs(p_hat - p) < 4 * se, (p_hat, p, se)

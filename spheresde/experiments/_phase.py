@@ -207,18 +207,23 @@ class PhaseSpec(AbstractFixedHorizonSpec):
 
     def _layer_row(self, d: int, beta: float, counts: list[dict]) -> PhaseRow:
         """The row of a layer other than the paper's: its network's fractions (or its
-        exact law) beside the t -> inf law and the critical beta of its derived rho-SDE
-        (NaN where +-1 are not its equilibria). No finite-horizon law is derived for it
-        yet: ``p_finite`` is NaN for its network (the t -> inf law for ``exact``)."""
+        exact law) beside the laws of its derived rho-SDE at t -> inf and at the run's T
+        and tol, and its critical beta (NaN where +-1 are not its equilibria). No law of
+        its chain at finite L is derived: ``p_network`` is NaN."""
         from ..transformer._layers import layer
         from ..transformer._outcomes import OutcomeFractions, fractions_from_counts
         from ._simulate import add_counts
 
         chosen = layer(self.layer)
-        p_inf = beta_c = math.nan
+        p_inf = p_finite = beta_c = math.nan
         if chosen.equilibria(self.norm):
-            p_inf = chosen.antipodal_probability(beta, d, eps=self.sigma, norm=self.norm)
+            p_inf = p_finite = chosen.antipodal_probability(beta, d, eps=self.sigma,
+                                                            norm=self.norm)
             beta_c = chosen.critical_beta(d, eps=self.sigma, norm=self.norm)
+            if self.method != "exact":
+                p_finite = float(chosen.outcome_probabilities(
+                    beta, d, horizon=self.reached(), tol=self.tol, eps=self.sigma,
+                    norm=self.norm).antipodal)
         if self.method == "exact":
             fractions = OutcomeFractions.exact(p_inf)
         else:
@@ -226,13 +231,13 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         return PhaseRow(
             d=d, beta=beta, p_antipodal=float(fractions.antipodal),
             p_single=float(fractions.single), p_undecided=float(fractions.undecided),
-            stderr=float(fractions.antipodal_se), p_exact=p_inf,
-            p_finite=p_inf if self.method == "exact" else math.nan,
+            stderr=float(fractions.antipodal_se), p_exact=p_inf, p_finite=p_finite,
             beta_c=beta_c, trajectories=fractions.count or 0)
 
     def _plot_layer(self, rows: list[PhaseRow], path: Path) -> Path:
         """A layer other than the paper's: its network's points (+-2 s.e.) against the
-        t -> inf law of its derived rho-SDE (solid) and its critical beta (dashed)."""
+        laws of its derived rho-SDE at the run's T (solid) and t -> inf (dotted), and its
+        critical beta (dashed); the exact method draws the t -> inf law solid."""
         from ..transformer._layers import layer
         from ._plotting import colors, save, subplots
 
@@ -244,9 +249,16 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         fig, ax = subplots(figsize=(7.5, 4.8))
         for d, color in zip(dims, colors("viridis", 0.0, 0.9, len(dims)), strict=True):
             if exact:
-                ax.plot(fine, [chosen.antipodal_probability(b, d, eps=self.sigma,
-                                                            norm=self.norm) for b in fine],
-                        color=color, lw=1.6, label=f"d={d}")
+                limit = [chosen.antipodal_probability(b, d, eps=self.sigma, norm=self.norm)
+                         for b in fine]
+                if self.method == "exact":
+                    ax.plot(fine, limit, color=color, lw=1.6, label=f"d={d}")
+                else:
+                    ax.plot(fine, limit, color=color, lw=1, ls=":")
+                    ax.plot(fine, [float(chosen.outcome_probabilities(
+                        b, d, horizon=self.reached(), tol=self.tol, eps=self.sigma,
+                        norm=self.norm).antipodal) for b in fine], color=color, lw=1.6,
+                        label=f"d={d}")
                 beta_c = chosen.critical_beta(d, eps=self.sigma, norm=self.norm)
                 if math.isfinite(beta_c):
                     ax.axvline(beta_c, color=color, ls="--", lw=1)
@@ -259,6 +271,9 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         ax.set_ylabel("P(antipodal)")
         law = ("solid: t -> inf law of its derived rho-SDE (scale function); dashed: its "
                "critical beta" if exact else "rho = +-1 are not equilibria: no exact law")
+        if exact and self.method != "exact":
+            law = (f"solid: law of its derived rho-SDE at T={self.horizon:g}, tol="
+                   f"{self.tol:g}; dotted: t -> inf; dashed: its critical beta")
         what = "" if self.method == "exact" else (
             f"\n{self.method} network, {self.trajectories} trajectories, L={self.layers}, "
             f"T={self.horizon:g} (points +-2 s.e.)")

@@ -1,5 +1,9 @@
 r"""The deep stochastic Transformer: the model of the paper and its theory.
 
+A layer is written once (:class:`Layer`, with the primitives of
+:mod:`proofs_check.engine`) and everything below is asked of it: its derived SDEs and
+exact laws, its discrete network, every sweep of :mod:`spheresde.experiments`.
+
 Attention, the random weights, the discrete network and its normalizations, the limit
 SDE, the outcomes (clusters) of its tokens, cluster formation, the weak error against
 depth, two tokens (:mod:`spheresde.two_token`) and the code generation of a layer
@@ -16,6 +20,11 @@ from ._attention import attention as attention
 from ._attention import attention_weights as attention_weights
 from ._formation import formation_lyapunov_minus as formation_lyapunov_minus
 from ._formation import formation_threshold as formation_threshold
+from ._layers import Layer as Layer
+from ._layers import LayerError as LayerError
+from ._layers import layer as layer
+from ._layers import layers as layers
+from ._layers import register_layer as register_layer
 from ._limit import transformer_sde as transformer_sde
 from ._network import NetworkResult as NetworkResult
 from ._network import simulate_network as simulate_network

@@ -94,7 +94,7 @@ class Layer:
     # -- the symbolic side -------------------------------------------------------------
 
     def rho_sde(self, norm: NormalizationLike = "rms"):
-        """The derived Ito SDE of :math:`\\rho` for two tokens
+        r"""The derived Ito SDE of :math:`\rho` for two tokens
         (:func:`proofs_check.engine.rho_sde`; imports SymPy)."""
         return _rho_sde(self, normalization(norm).name)
 
@@ -146,6 +146,38 @@ class Layer:
         values = self.bind(beta=beta, eps=eps, mu=mu, d=d)
         return scale_function_probability(lambda r: law.phi(r, **values),
                                           d - norm.directions)
+
+    def outcome_probabilities(self, beta: float, d: int, *, horizon: float, tol: float,
+                              eps: float = 1.0, mu: float = 0.0,
+                              norm: NormalizationLike = "rms"):
+        r"""(antipodal, single, undecided) of two uniform tokens at depth-time ``horizon``
+        under the derived :math:`\rho`-SDE, classified with ``tol``: its Kolmogorov
+        equation in :math:`z`, solved by the scheme of
+        :func:`spheresde.two_token.outcome_probabilities` (the generator of this layer's
+        SDE in place of the paper's); ``horizon=inf`` is :meth:`antipodal_probability`.
+
+        Raises
+        ------
+        LayerError
+            Without :meth:`equilibria`.
+        """
+        from ._outcomes import OutcomeFractions
+        from .two_token._finite_horizon import refined_law
+
+        norm = normalization(norm)
+        if math.isinf(horizon):
+            return OutcomeFractions.exact(self.antipodal_probability(beta, d, eps=eps, mu=mu,
+                                                                     norm=norm))
+        law = _two_token_law(self, norm.name)
+        if law is None:
+            raise LayerError(f"rho = +-1 are not equilibria of layer {self.name!r}'s "
+                             f"rho-SDE ({norm.name}): it has no exact outcome law")
+        values = self.bind(beta=beta, eps=eps, mu=mu, d=d)
+        rows, _ = refined_law((beta, d, eps, mu), tol, horizon, coefficients=law.z_sde(values),
+                              sphere=d - norm.directions)
+        antipodal, single, undecided = np.clip(rows.sum(axis=0), 0.0, 1.0)
+        return OutcomeFractions(np.asarray(single), np.asarray(antipodal),
+                                np.asarray(undecided), None)
 
     # -- the numeric side ----------------------------------------------------------------
 
@@ -281,10 +313,43 @@ def _numeric_layer(lay: Layer, n: int, norm_name: str):
 
 @dataclass(frozen=True)
 class _TwoTokenLaw:
-    """The derived rho-SDE where +-1 are geometric equilibria, lambdified."""
+    r"""The derived rho-SDE where +-1 are geometric equilibria, lambdified:
+    :math:`\tilde m`, :math:`\tilde v` of ``(rho, **values)`` and :math:`\lambda_-` of
+    ``(**values)``."""
 
-    phi: Callable  # (rho, **values) -> 2 b_z / a_z in z = artanh(rho)
-    lyapunov_minus: Callable  # (**values) -> lambda_- at rho = -1
+    m_tilde: Callable
+    v_tilde: Callable
+    lyapunov_minus: Callable
+
+    def phi(self, r, **values):
+        r""":math:`2 b_z / a_z` in :math:`z = \operatorname{artanh}\rho`: the scale rate."""
+        v = self.v_tilde(r, **values)
+        return 2 * (self.m_tilde(r, **values) + r * v) / v
+
+    def z_sde(self, values: Mapping[str, float]):
+        """The z-SDE as :mod:`spheresde.transformer.two_token`'s Kolmogorov solver asks it:
+        ``z_drift``, ``z_diffusion``, ``z_scale_rate`` of ``(z, beta, d, e, mu)``."""
+        law = self
+
+        def bound(beta, d, e, mu):
+            return {**values, "beta": beta, "d": d, "epsilon": e, "mu": mu}
+
+        class _ZSDE:
+            @staticmethod
+            def z_drift(z, *args):
+                r = np.tanh(z)
+                v = bound(*args)
+                return law.m_tilde(r, **v) + r * law.v_tilde(r, **v)
+
+            @staticmethod
+            def z_diffusion(z, *args):
+                return np.sqrt(law.v_tilde(np.tanh(z), **bound(*args)))
+
+            @staticmethod
+            def z_scale_rate(z, *args):
+                return law.phi(np.tanh(z), **bound(*args))
+
+        return _ZSDE()
 
 
 @functools.cache
@@ -302,11 +367,11 @@ def _rho_sde(lay: Layer, norm_name: str):
 
 @functools.cache
 def _two_token_law(lay: Layer, norm_name: str) -> _TwoTokenLaw | None:
-    """Lambdified from the derived rho-SDE: :math:`m = (1-\\rho^2)\\tilde m`,
-    :math:`v = (1-\\rho^2)^2 \\tilde v`, so that in :math:`z = \\operatorname{artanh}\\rho`
-    :math:`2 b_z / a_z = 2(\\tilde m + \\rho\\tilde v)/\\tilde v` (no cancellation near
-    :math:`\\rho = \\pm 1`). None unless :math:`\\tilde m` and :math:`\\tilde v` are finite
-    at :math:`\\pm 1` with :math:`\\tilde v > 0` there."""
+    r"""Lambdified from the derived rho-SDE: :math:`m = (1-\rho^2)\tilde m`,
+    :math:`v = (1-\rho^2)^2 \tilde v`, so that in :math:`z = \operatorname{artanh}\rho`
+    :math:`2 b_z / a_z = 2(\tilde m + \rho\tilde v)/\tilde v` (no cancellation near
+    :math:`\rho = \pm 1`). None unless :math:`\tilde m` and :math:`\tilde v` are finite
+    at :math:`\pm 1` with :math:`\tilde v > 0` there."""
     import sympy as sp
 
     from proofs_check.engine import canonical, lyapunov_at, value_at
@@ -327,10 +392,12 @@ def _two_token_law(lay: Layer, norm_name: str) -> _TwoTokenLaw | None:
     plain = {x: sp.Symbol(str(x)) for x in (m_t + v_t + lam).free_symbols}
     r = sp.Symbol("rho")
     args = [sp.Symbol(x) for x in free]
-    phi = sp.lambdify([r, *args], (2 * (m_t + rho * v_t) / v_t).subs(plain), modules="numpy")
-    lyap = sp.lambdify(args, lam.subs(plain), modules="numpy")
-    return _TwoTokenLaw(lambda rr, **v: phi(rr, *[v[x] for x in free]),
-                        lambda **v: lyap(*[v[x] for x in free]))
+
+    def numeric(expr, *leading):
+        f = sp.lambdify([*leading, *args], expr.subs(plain), modules="numpy")
+        return lambda *first, **v: f(*first, *[v[x] for x in free]) + 0 * sum(first, 0.0)
+
+    return _TwoTokenLaw(numeric(m_t, r), numeric(v_t, r), numeric(lam))
 
 
 def scale_function_probability(phi: Callable, sphere: int, *, half_width: float = 20.0,

@@ -172,10 +172,15 @@ def _start_weights(faces, centres, d, z0):
     return weights
 
 
-def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None):
+def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None, coefficients=None,
+           sphere=None):
     """(antipodal, single, undecided) on one grid level; with a ``chain``, two rows: that
-    and the first-order correction ``C`` of the chain's law (module docstring)."""
-    coefficients = rc()
+    and the first-order correction ``C`` of the chain's law (module docstring).
+
+    ``coefficients``: the z-SDE (``z_drift``, ``z_diffusion``, ``z_scale_rate`` of
+    ``(z, beta, d, e, mu)``), the paper's (:func:`rc`) by default; ``sphere``: the
+    dimension ``k`` of the sphere :math:`S^{k-1}` the uniform start lives on (``d``)."""
+    coefficients = rc() if coefficients is None else coefficients
     args = (beta, d, e, mu)
     z_star = np.arctanh(1 - tol)
     extents = []
@@ -188,7 +193,7 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None):
         extents.append(max(extent, 5.0))
     faces = _grid(z_star, cells, *extents)
     diagonal, off, log_resistance, log_weight, centres = _operator(faces, coefficients, args)
-    start = _start_weights(faces, centres, d, z0)
+    start = _start_weights(faces, centres, d if sphere is None else sphere, z0)
     eigenvalues, vectors = linalg.eigh_tridiagonal(diagonal, off)
     eigenvalues = np.minimum(eigenvalues, 0.0)  # the zero mode may round above 0
     # u(T) = W^{-1/2} Q e^{T Lambda} Q^T W^{1/2} u(0); the start side of it:
@@ -325,6 +330,28 @@ def _check_first_order(law, correction, total, beta, d, layers, horizon):
             FirstOrderWarning, stacklevel=3)
 
 
+def refined_law(args, tol, horizon, z0=None, layers=None, chain=None, coefficients=None,
+                sphere=None):
+    """The Kolmogorov law (antipodal, single, undecided) of one point, the grids halved
+    until the Richardson error estimate is below ``REFINE``, extrapolated: rows the law
+    and, with ``layers`` and a ``chain``, its correction ``C / L``; and the error estimate.
+    ``args`` are ``(beta, d, e, mu)`` of ``coefficients`` (:func:`_solve`)."""
+    cells = CELLS
+    # rows: the limit's law, then (with layers) the correction C, which enters / L
+    scale = np.array([1.0, 1.0 if layers is None else 1.0 / layers])[:, None]
+    coarse = np.atleast_2d(_solve(*args, tol, horizon, z0, cells, chain, coefficients, sphere))
+    while True:
+        fine = np.atleast_2d(_solve(*args, tol, horizon, z0, 2 * cells, chain, coefficients,
+                                    sphere))
+        errors = np.abs(fine - coarse) * scale[:len(fine)] / 3
+        # the grids follow the law's error; the correction's (far below 1/L at the
+        # accuracy asked of the law) is reported, not refined
+        if np.max(errors[0]) <= REFINE or cells >= MAX_CELLS:
+            break
+        cells, coarse = 2 * cells, fine
+    return (4 * fine - coarse) / 3 * scale[:len(fine)], float(np.max(errors))
+
+
 def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
                           tol: float = DEFAULT_TOL, sigma: RealGrid = 1.0, mu: RealGrid = 0.0,
                           eps: RealGrid | None = None, rho0: RealGrid | None = None,
@@ -441,21 +468,8 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
             result[:, i] = (p, 1 - p, 0.0)
         else:
             z0 = None if rho0 is None else float(np.arctanh(r_))
-            cells = CELLS
             which = None if layers is None else chain
-            # rows: the limit's law, then (with layers) the correction C, which enters / L
-            scale = np.array([1.0, 1.0 if layers is None else 1.0 / layers])[:, None]
-            coarse = np.atleast_2d(_solve(b_, d_, e_, mu_, tol, t_, z0, cells, which))
-            while True:
-                fine = np.atleast_2d(_solve(b_, d_, e_, mu_, tol, t_, z0, 2 * cells, which))
-                errors = np.abs(fine - coarse) * scale[:len(fine)] / 3
-                error[i] = np.max(errors)
-                # the grids follow the law's error; the correction's (far below 1/L at the
-                # accuracy asked of the law) is reported, not refined
-                if np.max(errors[0]) <= REFINE or cells >= MAX_CELLS:
-                    break
-                cells, coarse = 2 * cells, fine
-            extrapolated = (4 * fine - coarse) / 3 * scale[:len(fine)]
+            extrapolated, error[i] = refined_law((b_, d_, e_, mu_), tol, t_, z0, layers, which)
             total = extrapolated.sum(axis=0)
             if layers is not None:
                 _check_first_order(*extrapolated, total, b_, d_, layers, t_)

@@ -20,6 +20,12 @@ TOL = {"help": "outcome tolerance on inner products",
        "threshold artanh(1 - tol) is infinite)"}
 SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
 SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
+LAYER = {"help": "the layer: paper, two_heads, mlp, per_token (registered) or "
+                 "MODULE:FUNCTION, a function of the tokens written with proofs_check.engine "
+                 "and importable from the working directory; beta, eps (sigma) and mu bind to "
+                 "the sweep's values. Another layer than the paper's runs method exact (its "
+                 "derived law) or discrete (its network, no absorption)",
+         "added": True}
 ABSORB = {"help": "early absorption bound: a trajectory (two tokens; n tokens near the single "
                   "cluster) stops once its chance of returning to the classification "
                   "boundary is below this; constant weights: once it is certain "

@@ -26,7 +26,7 @@ import numpy as np
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement, z_score
-from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
@@ -35,6 +35,7 @@ from ._monte_carlo import (
     Simulation,
     at_least_one_layer,
     cap_above_horizon,
+    layer_rule,
 )
 from ._report import sweep_meta, table
 from .engine import Section, at_least, atomic_write_text, greater_than, param
@@ -92,7 +93,8 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     command: ClassVar[str] = "dominance"
     streams: ClassVar = {"*": {"*": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
-    rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least)
+    rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least,
+                              layer_rule)
     row_type: ClassVar[type] = DominanceRow
     figure_needs: ClassVar = (_formation_laws,)  # the edges' linear thresholds
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "dim": "dims", "beta": "betas",
@@ -117,25 +119,37 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     tol: float = param(DEFAULT_TOL, **TOL)
     absorb: float = param(1e-6, **ABSORB)
     seed: int = param(0, **SEED)
+    layer: str = param("paper", **LAYER)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """The discrete network of ``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid
         weights of noise ``eps``, the horizon of ``eps``."""
         return Simulation("discrete", point["tokens"], point["beta"], point["dim"],
-                          Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]))
+                          Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]),
+                          layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> DominanceRow:
-        """The row of ``point``: outcome counts and, for two tokens, the exact laws."""
+        """The row of ``point``: outcome counts and, for two tokens, the exact laws (of
+        the paper's layer, or of another layer's derived rho-SDE: NaN where +-1 are not
+        its equilibria)."""
         from ..transformer import two_token
+        from ..transformer._layers import layer
         from ..transformer._outcomes import fractions_from_counts
-        from ._simulate import add_counts
+        from ._simulate import add_counts, exact_two_tokens
 
         n, d, beta, eps = point["tokens"], point["dim"], point["beta"], point["eps"]
         horizon = self.point_horizon(eps)
         single, antipodal, undecided = add_counts(counts)["outcomes"]
         fractions = fractions_from_counts(single, antipodal, undecided)
         exact = exact_horizon = float("nan")
-        if n == 2:
+        if n == 2 and self.layer != "paper":
+            exact = float(exact_two_tokens(beta, d, mu=self.mu, eps=eps,
+                                           layer=self.layer).antipodal)
+            chosen = layer(self.layer)
+            if chosen.equilibria():
+                exact_horizon = float(chosen.outcome_probabilities(
+                    beta, d, horizon=horizon, tol=self.tol, eps=eps, mu=self.mu).antipodal)
+        elif n == 2:
             exact = float(two_token.antipodal_probability(beta, d, mu=self.mu, eps=eps))
             # the finite-horizon solver overflows at small eps and long horizons (nan then,
             # with numpy's warnings): the row keeps nan, the infinite-horizon value decides
@@ -171,11 +185,14 @@ class DominanceSpec(AbstractScaledHorizonSpec):
         fine = np.linspace(max(betas.min(), 1e-3), betas.max(), 200)
         for ax, d in zip(axes, dims, strict=True):
             curves = linear_thresholds(fine, d, self.mu, tokens)
-            ax.plot(fine, curves["paper"], "k--", lw=1.6, label=r"paper $\sqrt{2e^{-\beta}}$")
-            ax.plot(fine, curves["two_token"], "k-", lw=1.4,
-                    label="linear, two tokens (= balanced formation)")
+            paper = self.layer == "paper"  # the thresholds are the paper's layer's
+            if paper:
+                ax.plot(fine, curves["paper"], "k--", lw=1.6,
+                        label=r"paper $\sqrt{2e^{-\beta}}$")
+                ax.plot(fine, curves["two_token"], "k-", lw=1.4,
+                        label="linear, two tokens (= balanced formation)")
             for i, n in enumerate(tokens):
-                if n > 3:
+                if n > 3 and paper:
                     ax.plot(fine, curves[f"unbalanced_{n}"], ls=":", lw=1.2, color=palette[n])
                 mine = [e for e in edges if e.dim == d and e.tokens == n]
                 b = np.array([e.beta for e in mine])

@@ -12,7 +12,7 @@ import numpy as np
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement
-from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
@@ -23,6 +23,7 @@ from ._monte_carlo import (
     Simulation,
     at_least_one_layer,
     cap_above_horizon,
+    layer_rule,
 )
 from ._report import table
 from .engine import Section, at_least, greater_than, param
@@ -66,7 +67,8 @@ class HybridSpec(AbstractScaledHorizonSpec):
     command: ClassVar[str] = "hybrid"
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, at_least_one_layer)
+    rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, at_least_one_layer,
+                              layer_rule)
     unused: ClassVar = {"method": {"exact": (*SAMPLING, "horizon_scale", "max_horizon")}}
     law_only: ClassVar = {"method": "exact"}
     label: ClassVar[str] = "{name} ({method}, n={tokens})"
@@ -91,12 +93,14 @@ class HybridSpec(AbstractScaledHorizonSpec):
     absorb: float = param(1e-6, **ABSORB)
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
     seed: int = param(0, **SEED)
+    layer: str = param("paper", **LAYER)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid weights of noise
         ``eps``, the horizon of ``eps``."""
         return Simulation(self.method, self.tokens, point["beta"], self.dim,
-                          Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]))
+                          Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]),
+                          layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""
@@ -104,7 +108,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
         from ._simulate import add_counts, exact_two_tokens
 
         beta, eps, n, d, mu = point["beta"], point["eps"], self.tokens, self.dim, self.mu
-        exact = exact_two_tokens(beta, d, mu=mu, eps=eps) if n == 2 else None
+        exact = exact_two_tokens(beta, d, mu=mu, eps=eps, layer=self.layer) if n == 2 else None
         fractions = (exact if self.method == "exact"
                      else fractions_from_counts(*add_counts(counts)["outcomes"]))
         return HybridRow(
@@ -148,19 +152,20 @@ class HybridSpec(AbstractScaledHorizonSpec):
         fig, ax = subplots(figsize=(10, 5.2))
         ax.pcolormesh(edges(betas), edges(eps), image, shading="flat")
         fine = np.linspace(max(min(betas), 1e-3), max(betas), 200)
-        th = thresholds(fine, d, mu)
         handles = [Patch(color=SINGLE, label="single cluster dominant"),
                    Patch(color=ANTIPODAL, label="antipodal dominant")]
-        ax.plot(fine, th["paper"], "k--", lw=1.8)
-        handles.append(Line2D([], [], color="k", ls="--",
-                              label=r"paper: $\varepsilon=\sqrt{2e^{-\beta}}$"))
-        ax.plot(fine, th["linear"], color="k", lw=1.8)
-        handles.append(Line2D([], [], color="k",
-                              label=r"antipodal pair attracts above (linearization, proofs_check)"))
+        if self.layer == "paper":  # the thresholds of the paper's layer
+            th = thresholds(fine, d, mu)
+            ax.plot(fine, th["paper"], "k--", lw=1.8)
+            handles.append(Line2D([], [], color="k", ls="--",
+                                  label=r"paper: $\varepsilon=\sqrt{2e^{-\beta}}$"))
+            ax.plot(fine, th["linear"], color="k", lw=1.8)
+            handles.append(Line2D([], [], color="k", label=r"antipodal pair attracts above "
+                                  "(linearization, proofs_check)"))
         n = self.tokens
         gb = np.linspace(min(betas), max(betas), 48)
         ge = np.linspace(min(eps), max(eps), 48)
-        exact = exact_map(gb, ge, d, mu)
+        exact = exact_map(gb, ge, d, mu, self.layer)
         if exact.max() > 0.5:
             ax.contour(gb, ge, exact, levels=[0.5], colors="orange", linewidths=1.8)
             handles.append(Line2D([], [], color="orange",
@@ -173,7 +178,8 @@ class HybridSpec(AbstractScaledHorizonSpec):
         ax.set_xlabel(r"inverse temperature $\beta$")
         ax.set_ylabel(r"noise $\varepsilon$")
         ax.set_title(
-            f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}: {self.method}"
+            f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}"
+            + ("" if self.layer == "paper" else f", layer {self.layer}") + f": {self.method}"
             + ("" if self.method == "exact" else
                f", {self.trajectories} trajectories, L={self.layers}, {self.horizon_label()}")
             + "\nshade: fraction of the dominant outcome (white = no majority)", fontsize=9)
@@ -205,12 +211,17 @@ def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
         }
 
 
-def exact_map(betas, eps, d: int, mu: float) -> np.ndarray:
-    """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (one call)."""
+def exact_map(betas, eps, d: int, mu: float, layer: str = "paper") -> np.ndarray:
+    """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (the paper's
+    in one call; another layer's from its derived law, NaN where it has none)."""
     from ..transformer import two_token
+    from ._simulate import exact_two_tokens
 
     b, e = np.meshgrid(np.asarray(betas, float), np.asarray(eps, float))
-    return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
+    if layer == "paper":
+        return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
+    return np.vectorize(lambda bb, ee: float(exact_two_tokens(
+        bb, d, mu=mu, eps=ee, layer=layer).antipodal))(b, e)
 
 
 def _follows(rows: list[HybridRow], curve) -> tuple[int, int]:

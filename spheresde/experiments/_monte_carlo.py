@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -44,6 +46,44 @@ class Simulation:
     horizon: float
     norm: str = "rms"
     layer: str = "paper"
+
+
+def layer_rule(spec) -> str | None:
+    """A rule of the sweeps with a ``layer`` field: a layer other than the paper's is one
+    the engine reads (:func:`spheresde.transformer.layer`), runs ``exact`` (its derived law,
+    which needs rho = +-1 as equilibria) or ``discrete`` (its network) with random weights;
+    where +-1 are not equilibria its network runs without absorption, said in one line."""
+    if spec.layer == "paper":
+        return None
+    from ..transformer._layers import LayerError, layer
+
+    method = getattr(spec, "method", "discrete")
+    norm = getattr(spec, "norm", "rms")
+    if method not in ("exact", "discrete"):
+        return (f"`layer={spec.layer!r}` needs `method` exact (its derived law) or discrete "
+                "(its network); reduced and particles are the paper's layer")
+    if getattr(spec, "weights", "noise") == "constant":
+        return f"`layer={spec.layer!r}` runs with random weights (`weights='noise'`)"
+    try:
+        chosen = layer(spec.layer)
+        chosen.step(2, norm)  # read by the engine: refused here, not in a chunk
+        if not chosen.equilibria(norm):
+            if method == "exact":
+                return (f"`layer={spec.layer!r}`: rho = +-1 are not equilibria of its derived "
+                        f"rho-SDE ({norm}), so it has no exact outcome law; use "
+                        "`method='discrete'` (its network, no absorption)")
+            _say_no_equilibria(spec.layer, norm)
+    except LayerError as error:
+        return f"`layer={spec.layer!r}`: {error}"
+    return None
+
+
+@functools.cache  # once a run, however often the rules are asked
+def _say_no_equilibria(name: str, norm: str) -> None:
+    logging.getLogger(__name__).warning(
+        "layer %s: rho = +-1 are not equilibria of its derived rho-SDE (%s): no exact law, "
+        "no absorption; the fractions are those its network reaches at the horizon",
+        name, norm)
 
 
 def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
@@ -211,5 +251,6 @@ __all__ = [
     "Simulation",
     "at_least_one_layer",
     "cap_above_horizon",
+    "layer_rule",
     "scaled_horizon",
 ]

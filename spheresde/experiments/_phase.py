@@ -16,7 +16,7 @@ from ..transformer._normalization import normalization
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
-from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import (
     NETWORK_STREAMS,
     SAMPLING,
@@ -24,6 +24,7 @@ from ._monte_carlo import (
     Method,
     Simulation,
     at_least_one_layer,
+    layer_rule,
 )
 from ._report import pm, table
 from .engine import Section, at_least, param
@@ -60,28 +61,6 @@ def _layer_norm_methods(spec) -> str | None:
     if not normalization(spec.norm).paper and spec.method == "particles":
         return (f"`norm={spec.norm!r}` needs `method` exact, reduced or discrete (the "
                 "particle SDE is the RMS one)")
-    return None
-
-
-def _layer_methods(spec) -> str | None:
-    """A layer other than the paper's runs exact (its derived law, where +-1 are
-    equilibria) or discrete (its network), and is one the engine can read."""
-    if spec.layer == "paper":
-        return None
-    from ..transformer._layers import LayerError, layer
-
-    if spec.method not in ("exact", "discrete"):
-        return (f"`layer={spec.layer!r}` needs `method` exact (its derived law) or discrete "
-                "(its network); reduced and particles are the paper's layer")
-    try:
-        chosen = layer(spec.layer)
-        chosen.step(2, spec.norm)  # read by the engine: refused here, not in a chunk
-        if spec.method == "exact" and not chosen.equilibria(spec.norm):
-            return (f"`layer={spec.layer!r}`: rho = +-1 are not equilibria of its derived "
-                    f"rho-SDE ({spec.norm}), so it has no exact outcome law; use "
-                    "`method='discrete'` (its network, no absorption)")
-    except LayerError as error:
-        return f"`layer={spec.layer!r}`: {error}"
     return None
 
 
@@ -129,7 +108,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     law_only: ClassVar = {"method": "exact"}
     label: ClassVar[str] = "{name} ({method})"
     rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods,
-                              _layer_methods)
+                              layer_rule)
     row_type: ClassVar[type] = PhaseRow
     axes: ClassVar[dict[str, str]] = {"d": "dims", "beta": "betas"}
     report_rank: ClassVar[int] = 30
@@ -151,12 +130,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     norm: Literal["rms", "layer"] = param(
         "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
         "normalize; exact and reduced use the derived law, the RMS one at d - 1)", added=True)
-    layer: str = param(
-        "paper", "the layer: paper, two_heads, mlp, per_token (registered) or MODULE:FUNCTION, "
-        "a function of the tokens written with proofs_check.engine, importable from the "
-        "working directory; beta, eps (--sigma) and d bind to the sweep's values. A layer "
-        "other than the paper's runs exact (its derived rho-SDE) or discrete (its network)",
-        added=True)
+    layer: str = param("paper", **LAYER)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """Two tokens in dimension ``d`` at ``beta``, pure-noise weights, the horizon T."""

@@ -11,8 +11,14 @@ import numpy as np
 
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import ConstantWeights, PureNoise
-from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
-from ._monte_carlo import NETWORK_STREAMS, AbstractFixedHorizonSpec, Simulation, at_least_one_layer
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._monte_carlo import (
+    NETWORK_STREAMS,
+    AbstractFixedHorizonSpec,
+    Simulation,
+    at_least_one_layer,
+    layer_rule,
+)
 from ._report import pm, table
 from .engine import Section, at_least, param
 
@@ -43,7 +49,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     command: ClassVar[str] = "tokens"
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
-    rules: ClassVar[tuple] = (at_least_one_layer,)
+    rules: ClassVar[tuple] = (at_least_one_layer, layer_rule)
     row_type: ClassVar[type] = TokensRow
     label: ClassVar[str] = "{name} ({method})"
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "beta": "betas"}
@@ -66,12 +72,13 @@ class TokensSpec(AbstractFixedHorizonSpec):
         "the deterministic model (horizon in its own time T sqrt(L), see "
         "spheresde.transformer.ConstantWeights)")
     seed: int = param(0, **SEED)
+    layer: str = param("paper", **LAYER)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, noise or constant weights."""
         weights = ConstantWeights() if self.weights == "constant" else PureNoise(self.sigma)
         return Simulation(self.method, point["tokens"], point["beta"], self.dim, weights,
-                          self.horizon)
+                          self.horizon, layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> TokensRow:
         """The row of ``point``: outcome fractions and the sizes of the two clusters."""

@@ -30,8 +30,10 @@ unit scale: :math:`N(y) = Py/|Py|` with :math:`P = I - uu^\top`, :math:`u = \mat
 1/\sqrt d`; the tokens live on the unit sphere of the hyperplane :math:`u^\perp`, a
 sphere of dimension :math:`d-2`), :class:`NoNormalization`, ``"none"`` (:math:`N(y) =
 y`). Noise sources likewise (:class:`AbstractNoiseSource`: :class:`GaussianMatrix`,
-:class:`ReLUMLP`): a new one is one class with its kernel. The numerics name their
-normalizations by the same names (:class:`spheresde.transformer.AbstractNormalization`).
+:class:`ReLUMLP`): a new one is one class with its kernel. The registry of names is one
+for the engine and the numerics (:mod:`proofs_check.normalizations`): a numeric
+normalization (:class:`spheresde.transformer.AbstractNormalization`) registered there is
+the same name here, derived through its ``symbolic()`` counterpart.
 
 :func:`rho_sde` reduces a two-token layer to the SDE of :math:`\rho = \langle X_1,
 X_2\rangle`; :func:`lyapunov_at` linearizes it at :math:`\rho = \pm1`.
@@ -60,6 +62,7 @@ from typing import ClassVar
 
 import sympy as sp
 
+from . import normalizations as _registry
 from .limit import LimitSDE, normalization_series
 from .span import SpanMatrix, SpanVector, TokenSpan
 from .symbols import d, mu, rho, s
@@ -350,7 +353,9 @@ class NoNormalization(AbstractNormalization):
         return mean, first_noise
 
 
-_NORMALIZATIONS: dict[str, AbstractNormalization] = {
+#: The engine's own classes by name: the limit of a registered numeric normalization of
+#: that name (:func:`projected_sphere`).
+_CLASSES: dict[str, AbstractNormalization] = {
     n.name: n for n in (RMSNorm(), LayerNorm(), NoNormalization())}
 
 
@@ -369,7 +374,8 @@ def projected_sphere(name: str, directions: int) -> AbstractSphereNormalization:
     >>> projected_sphere("layer", 1), projected_sphere("mine", 2)
     (LayerNorm(), ProjectedSphere(name='mine', directions=2))
     """
-    known = _NORMALIZATIONS.get(name)
+    entry = _registry.registered(name)
+    known = entry if isinstance(entry, AbstractNormalization) else _CLASSES.get(name)
     if known is None:
         return ProjectedSphere(name, directions)
     if not isinstance(known, AbstractSphereNormalization) or known.directions != directions:
@@ -393,32 +399,21 @@ def normalization(norm) -> AbstractNormalization:
         return norm
     if callable(getattr(norm, "symbolic", None)):
         return normalization(norm.symbolic())
-    try:
-        return _NORMALIZATIONS[norm]
-    except (KeyError, TypeError):
-        raise ValueError(f"normalization must be one of {tuple(_NORMALIZATIONS)} or an "
-                         f"AbstractNormalization, got {norm!r}") from None
+    entry = _registry.registered(norm) if isinstance(norm, str) else None
+    if entry is None:
+        raise ValueError(f"normalization must be one of {_registry.names()} or an "
+                         f"AbstractNormalization, got {norm!r}")
+    return normalization(entry)
 
 
 _lookup = normalization  # for the functions whose argument of that name hides it
 
 
-def register_normalization(norm: AbstractNormalization) -> AbstractNormalization:
-    """Make ``norm`` known by its name (registering an equal object again does nothing).
-
-    Raises
-    ------
-    ValueError
-        If another normalization has that name.
-    """
-    if not isinstance(norm, AbstractNormalization):
-        raise TypeError(f"register an instance of a subclass of AbstractNormalization, got "
-                        f"{norm!r}")
-    known = _NORMALIZATIONS.setdefault(norm.name, norm)
-    if known != norm:
-        raise ValueError(f"the name {norm.name!r} is taken by {known!r}: give "
-                         f"{type(norm).__name__} another name")
-    return norm
+#: The one registration of a normalization, shared with the numerics
+#: (:mod:`proofs_check.normalizations`).
+register_normalization = _registry.register_normalization
+for _norm in _CLASSES.values():
+    register_normalization(_norm)
 
 
 def token_span(n: int, normalization: str | AbstractNormalization = "rms",

@@ -11,7 +11,8 @@ The network, the two-token chain, the experiments and the code generation ask th
 (:meth:`~AbstractNormalization.normalize`, :meth:`~AbstractNormalization.two_token_dimension`,
 ...) instead of comparing strings; the strings of the command line and of specs
 (``"rms"``, ``"layer"``) name the objects in one registry (:func:`normalization`,
-:func:`register_normalization`). The symbolic counterpart that derives a
+:func:`register_normalization`), the one :mod:`proofs_check.engine` reads too
+(:mod:`proofs_check.normalizations`). The symbolic counterpart that derives a
 normalization's limit is a class of :mod:`proofs_check.engine` named by the same
 :attr:`~AbstractNormalization.name` (:meth:`~AbstractNormalization.symbolic`); this module
 imports neither SymPy nor :mod:`proofs_check` until a derived number is asked for.
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import jax.numpy as jnp
+
+from proofs_check.normalizations import names, register_normalization, registered
 
 from .._geometry import retract
 
@@ -137,28 +140,8 @@ class LayerNorm(AbstractNormalization):
         return jnp.full((1, d), 1.0 / jnp.sqrt(d), dtype)
 
 
-_REGISTRY: dict[str, AbstractNormalization] = {n.name: n for n in (RMSNorm(), LayerNorm())}
-
-
-def register_normalization(norm: AbstractNormalization) -> AbstractNormalization:
-    """Make ``norm`` known by its :attr:`~AbstractNormalization.name` to every function
-    that takes ``norm=`` (registering an equal object again does nothing).
-
-    Raises
-    ------
-    TypeError
-        If ``norm`` is not an :class:`AbstractNormalization` instance.
-    ValueError
-        If another normalization has that name.
-    """
-    if not isinstance(norm, AbstractNormalization):
-        raise TypeError(f"register an instance of a subclass of AbstractNormalization, got "
-                        f"{norm!r}")
-    known = _REGISTRY.setdefault(norm.name, norm)
-    if known != norm:
-        raise ValueError(f"the name {norm.name!r} is taken by {known!r}: give "
-                         f"{type(norm).__name__} another name")
-    return norm
+for _norm in (RMSNorm(), LayerNorm()):
+    register_normalization(_norm)
 
 
 def normalization(norm: str | AbstractNormalization) -> AbstractNormalization:
@@ -168,17 +151,18 @@ def normalization(norm: str | AbstractNormalization) -> AbstractNormalization:
     Raises
     ------
     ValueError
-        For a name that is not registered.
+        For a name that is not registered, or registered with a symbolic side only.
     """
     if isinstance(norm, AbstractNormalization):
         return norm
-    try:
-        return _REGISTRY[norm]
-    except (KeyError, TypeError):
-        names = ", ".join(repr(n) for n in _REGISTRY)
-        raise ValueError(f"norm must be one of {names} or an AbstractNormalization (a new "
-                         f"one is registered with register_normalization), got {norm!r}"
-                         ) from None
+    entry = registered(norm) if isinstance(norm, str) else None
+    if not isinstance(entry, AbstractNormalization):
+        known = ", ".join(repr(n) for n in names(numeric=True))
+        why = (f"{norm!r} is registered for the engine only (no numeric side)"
+               if entry is not None else f"got {norm!r}")
+        raise ValueError(f"norm must be one of {known} or an AbstractNormalization (a new one "
+                         f"is registered with register_normalization), {why}")
+    return entry
 
 
 #: What a ``norm=`` argument may be.

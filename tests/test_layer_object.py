@@ -210,3 +210,28 @@ def test_two_heads_network_agrees_with_its_own_finite_horizon_law():
     se = math.sqrt(p * (1 - p) / n_paths)
     assert p > 0.05
     assert abs(p_hat - p) < 4 * se, (p_hat, p, se)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_the_pair_chains_fast_path_is_the_generic_paper_layer_in_law(norm):
+    # the fast path of the paper's two-token network (the Gram chain for RMS, the pair
+    # coordinates for LayerNorm; absorption off) against the engine's reading of the same
+    # layer: antipodal fractions of 4,000 networks each (d = 5, beta = 2, L = 5, T = 20,
+    # tol 1e-2), two-proportion z within 4
+    from spheresde.transformer._absorption import absorbing_network
+    from spheresde.transformer._weights import PureNoise
+
+    n_paths, d, beta, layers_, steps, tol = 4000, 5, 2.0, 5, 100, 1e-2
+    fast, _ = absorbing_network(jax.random.key(40), beta=beta, d=d, weights=PureNoise(),
+                                trajectories=n_paths, layers=layers_, steps=steps, tol=tol,
+                                bound=0.0, dtype=jnp.float64, norm=norm)
+    x0 = sample_uniform(jax.random.key(41), (n_paths, 2), d, jnp.float64)
+    generic = layer("paper").simulate(jax.random.key(42), x0, beta=beta, layers=layers_,
+                                      steps=steps, norm=norm)
+    p_fast = float(np.mean(np.asarray(fast) == ANTIPODAL))
+    p_generic = float(np.mean(np.asarray(classify(generic, tol)) == ANTIPODAL))
+    pooled = (p_fast + p_generic) / 2
+    se = math.sqrt(2 * pooled * (1 - pooled) / n_paths)
+    assert pooled > 0.05
+    assert abs(p_fast - p_generic) < 4 * se, (p_fast, p_generic, se)

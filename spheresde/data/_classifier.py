@@ -13,7 +13,8 @@ An image is cut into ``n`` patches, each embedded linearly into :math:`\mathbb R
 with trainable value matrices :math:`V_k` and trainable query and key matrices
 :math:`Q_k, K_k` (the identity at initialization, the paper's choice), and a linear head
 on the mean of the output tokens. Attention is :func:`spheresde.transformer.attention` and the
-normalization :func:`spheresde.retract`, the functions the simulations use.
+normalization a registered one (``norm``, the paper's :math:`Y/|Y|` by default, LayerNorm
+with ``norm="layer"``), the objects the simulations use.
 
 The initializations of the value matrices (:func:`init_values`) are the two of the
 paper's Figure 2 and a third that separates their two differences:
@@ -41,10 +42,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .._geometry import retract
 from .._typing import Array, Bool, Float, PRNGKeyArray
 from ..transformer._attention import attention
+from ..transformer._normalization import normalization
 from ..transformer._outcomes import classify
+from ..transformer._weights import residual_step
 
 Init = Literal["constant", "random", "identity"]
 INITS: tuple[str, ...] = ("constant", "random", "identity")
@@ -89,12 +91,17 @@ class TransformerClassifier(eqx.Module):
     keys: Float[Array, "L d d"]
     head: eqx.nn.Linear
     beta: float = eqx.field(static=True)
+    #: The normalization of every layer (a registered name), as in the network
+    #: (:func:`spheresde.transformer.normalization`).
+    norm: str = eqx.field(static=True, default="rms")
 
     @classmethod
     def create(cls, key: PRNGKeyArray, *, patches: int, patch_size: int, classes: int,
                d: int, layers: int, weights: Init, sigma: float = 1.0, beta: float = 1.0,
-               dtype=jnp.float32) -> TransformerClassifier:
-        """A classifier at initialization (``weights``: see :func:`init_values`)."""
+               dtype=jnp.float32, norm: str = "rms") -> TransformerClassifier:
+        """A classifier at initialization (``weights``: see :func:`init_values`; ``norm``:
+        the normalization of its layers, a registered name)."""
+        normalization(norm)  # a name the network knows, checked before any work
         if layers < 1:
             raise ValueError(f"layers={layers}: the network needs at least one layer")
         k_embed, k_pos, k_values, k_head = jax.random.split(key, 4)
@@ -106,7 +113,7 @@ class TransformerClassifier(eqx.Module):
             values=jnp.broadcast_to(values, eye.shape), tied=jnp.asarray(len(values) == 1),
             queries=eye, keys=eye,
             head=eqx.nn.Linear(d, classes, key=k_head, dtype=dtype),
-            beta=float(beta),
+            beta=float(beta), norm=norm,
         )
 
     @property
@@ -116,15 +123,16 @@ class TransformerClassifier(eqx.Module):
 
     def tokens(self, patches: Float[Array, "n p"], *, every_layer: bool = False) -> Array:
         """Unit tokens after the last layer ``(n, d)``, or after each ``(L + 1, n, d)``."""
-        x = retract(jax.vmap(self.embed)(patches) + self.position)
+        normalize = normalization(self.norm).normalize
+        x = normalize(jax.vmap(self.embed)(patches) + self.position)
         # tied: the first matrix serves every layer and receives the sum of their gradients
         values = jnp.where(self.tied, jnp.broadcast_to(self.values[:1], self.values.shape),
                            self.values)
-        step = 1.0 / np.sqrt(self.layers)
+        step = residual_step(self.layers)
 
         def layer(x, vqk):
             V, Q, K = vqk
-            x = retract(x + step * attention(x, self.beta, Q, K, dense=True) @ V.T)
+            x = normalize(x + step * attention(x, self.beta, Q, K, dense=True) @ V.T)
             return x, x if every_layer else None
 
         out, history = jax.lax.scan(layer, x, (values, self.queries, self.keys))

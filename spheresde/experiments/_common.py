@@ -20,6 +20,18 @@ TOL = {"help": "outcome tolerance on inner products",
        "threshold artanh(1 - tol) is infinite)"}
 SIGMA = {"help": "noise level sigma of the value matrices", "check": greater_than(0.0)}
 SEED = {"help": "PRNG seed; every grid point derives its key from it", "check": at_least(0)}
+def _registered_normalization(name: str) -> str | None:
+    from proofs_check.normalizations import names
+
+    known = names(numeric=True)
+    return None if name in known else (
+        f"must be a registered normalization: one of {', '.join(known)} (a new one is "
+        "registered with spheresde.transformer.register_normalization)")
+
+
+NORM = {"help": "normalization of every layer: rms (the paper's Y/|Y|), layer (LayerNorm: "
+                "centre, then normalize) or any registered one",
+        "check": _registered_normalization, "added": True}
 LAYER = {"help": "the layer: paper, two_heads, mlp, per_token (registered) or "
                  "MODULE:FUNCTION, a function of the tokens written with proofs_check.engine "
                  "and importable from the working directory; beta, eps (sigma) and mu bind to "

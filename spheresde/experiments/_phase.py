@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ..transformer._normalization import normalization
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import PureNoise
 from ._agreement import BAND, largest_z, mc_agreement, z_summary
-from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, NORM, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import (
     NETWORK_STREAMS,
     SAMPLING,
@@ -127,9 +127,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         "reduced", "exact: scale-function quadrature (t -> infinity); reduced: Monte Carlo of "
         "the 1-D SDE of rho; particles: the SDE on the sphere; discrete: the L-layer network")
     seed: int = param(0, **SEED)
-    norm: Literal["rms", "layer"] = param(
-        "rms", "normalization: rms (the paper's Y/|Y|) or layer (LayerNorm: centre, then "
-        "normalize; exact and reduced use the derived law, the RMS one at d - 1)", added=True)
+    norm: str = param("rms", **NORM)
     layer: str = param("paper", **LAYER)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:

@@ -26,7 +26,7 @@ import numpy as np
 from ..data._classifier import EVALUATION_CHUNK
 from ..data._datasets import PATCH, SIDE
 from ..transformer._outcomes import DEFAULT_TOL
-from ._common import SEED, TOL
+from ._common import NORM, SEED, TOL
 from ._report import table
 from .engine import AbstractPointSpec, BadParameters, Plan, Section, at_least, greater_than, param
 
@@ -130,6 +130,7 @@ class TrainSpec(AbstractPointSpec):
     batch: int = param(64, "images per optimization step", check=greater_than(0))
     tol: float = param(DEFAULT_TOL, **TOL)
     seed: int = param(0, **SEED)
+    norm: str = param("rms", **NORM)
 
     def __post_init__(self):
         if self.patch == 0:  # before the checks: 0 is no patch side, only "the default"
@@ -272,7 +273,8 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
     keys = [jax.random.split(jax.random.key(p["seed"])) for p in points]
     models = stack_runs([TransformerClassifier.create(
         key_model, patches=x_train.shape[2], patch_size=x_train.shape[3], classes=sets[0][4],
-        d=spec.dim, layers=layers, weights=p["weights"], sigma=spec.sigma, beta=spec.beta)
+        d=spec.dim, layers=layers, weights=p["weights"], sigma=spec.sigma, beta=spec.beta,
+        norm=spec.norm)
         for p, (key_model, _) in zip(points, keys, strict=True)])
     optim = classifier_optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
     opt_states = eqx.filter_vmap(lambda m: optim.init(eqx.filter(m, eqx.is_inexact_array)))(

@@ -64,6 +64,7 @@ from .._brownian import bit_signs
 from .._small import inner
 from ._normalization import NormalizationLike, normalization
 from ._outcomes import ANTIPODAL, SINGLE, classify_rho
+from ._rho import euler_step, outcome_threshold
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
@@ -84,7 +85,7 @@ def absorption_levels(beta: float, d: float, eps: float, mu: float, tol: float,
     from proofs_check.export import rho_coefficients
 
     rc = rho_coefficients("numpy")
-    edge = math.atanh(1 - tol)
+    edge = outcome_threshold(tol)
     return _levels(rc, beta, d, eps, mu, edge, bound)
 
 
@@ -188,7 +189,7 @@ def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
         def step(i, z):
             t = jnp.tanh(z)
             drift, diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
-            return z + drift * dt + diffusion * sqrt_dt * bit_signs(bits, i, z.dtype)
+            return euler_step(z, drift, diffusion, dt, sqrt_dt * bit_signs(bits, i, z.dtype))
 
         return jax.lax.fori_loop(0, jnp.minimum(_BITS, count - w * _BITS), step, z)
 

@@ -10,7 +10,11 @@ One discrete layer of two tokens, with any of the extensions derived in
 
 :math:`G_h` iid :math:`N(0, 1)` entries, :math:`W_1` (``width x d``) iid
 :math:`N(0, 1)`, :math:`W_2` (``d x width``) iid :math:`N(0, 1/\text{width})`, all fresh
-per layer and shared by the tokens; :math:`N` is :func:`spheresde.transformer._network.normalize`.
+per layer and shared by the tokens; :math:`N` the normalization ``norm``. The layer is
+not written here: :meth:`PairLayer.layer` is the definition of :mod:`proofs_check.layers`
+(:func:`~proofs_check.layers.paper_layer`, :func:`~proofs_check.layers.heads_layer`,
+:func:`~proofs_check.layers.mlp_layer`) as a :class:`~spheresde.transformer.Layer`, run
+by its generic numeric reading.
 
 :func:`one_layer_moments` estimates the drift and variance per unit depth-time of
 :math:`\rho = \langle X_1, X_2\rangle` after one layer, which the derived two-token SDE
@@ -23,19 +27,23 @@ standard error is :math:`O(1)/\sqrt N` instead of :math:`O(h^{-1/2})/\sqrt N`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._layers import Layer
 from ._network import Norm, horizon_steps, normalize
 from ._normalization import normalization
+from ._rho import euler_step
 
 
 @dataclass(frozen=True)
 class PairLayer:
-    """Parameters of the two-token layer of the module docstring."""
+    """Parameters of the two-token layer of the module docstring: one head at ``betas[0]``
+    (with an MLP block of scale ``gamma`` > 0), or several heads without one."""
 
     d: int
     betas: tuple[float, ...] = (1.0,)
@@ -44,25 +52,42 @@ class PairLayer:
     width: int = 8
     norm: Norm = "rms"
 
+    def layer(self) -> Layer:
+        """The layer of :mod:`proofs_check.layers` these parameters take."""
+        if self.gamma and len(self.betas) != 1:
+            raise ValueError("an MLP block is derived with one head: pass one beta")
+        return _engine_layer(len(self.betas), bool(self.gamma), self.width)
 
-def _noise(key, x, layer: PairLayer):
-    """The centred increments :math:`Z_i` (before the step :math:`L^{-1/2}`), ``(2, d)``."""
-    keys = jax.random.split(key, len(layer.betas) + 2)
-    z = jnp.zeros_like(x)
-    for k, b in zip(keys, layer.betas, strict=False):
-        w = jax.nn.softmax(b * (x @ x.T), axis=-1)
-        g = jax.random.normal(k, (layer.d, layer.d), x.dtype)
-        z = z + layer.eps * (w @ x) @ g.T
-    if layer.gamma:
-        w1 = jax.random.normal(keys[-2], (layer.width, layer.d), x.dtype)
-        w2 = jax.random.normal(keys[-1], (layer.d, layer.width), x.dtype) / np.sqrt(layer.width)
-        z = z + layer.gamma * jax.nn.relu(x @ w1.T) @ w2.T
-    return z
+    def values(self, layers: int) -> dict[str, float]:
+        """The numbers of the layer's symbols at ``layers`` per unit depth-time."""
+        own = {f"beta_{h + 1}": b for h, b in enumerate(self.betas)} if len(self.betas) > 1 \
+            else {}
+        values = self.layer().bind(beta=self.betas[0], eps=self.eps, d=self.d, layers=layers)
+        return {**values, **own, "gamma": float(self.gamma)}
 
 
-def _step(key, x, layer: PairLayer, h: float):
-    z = _noise(key, x, layer)
-    return normalize(x + np.sqrt(h) * z, layer.norm), z
+@functools.cache
+def _engine_layer(heads: int, mlp: bool, width: int) -> Layer:
+    def increment(tokens):
+        import sympy as sp
+
+        from proofs_check.layers import heads_layer, mlp_layer, paper_layer
+
+        if mlp:
+            return mlp_layer()(tokens)
+        if heads == 1:
+            return paper_layer()(tokens)
+        return heads_layer(sp.symbols(f"beta_1:{heads + 1}"))(tokens)
+
+    own = {f"beta_{h + 1}": 0.0 for h in range(heads)} if heads > 1 else {}
+    return Layer(f"pair_{heads}_heads" + ("_mlp" if mlp else ""), increment,
+                 constants={**own, "gamma": 0.0}, width=width)
+
+
+def _step(key, x, layer: PairLayer, values):
+    """The layer from ``x`` and its increment ``Y - X``."""
+    delta = layer.layer().delta(2, layer.norm)(key, x, values)
+    return normalize(x + delta, layer.norm), delta
 
 
 def start_pair(rho: float, layer: PairLayer, dtype=jnp.float64):
@@ -101,11 +126,12 @@ def one_layer_moments(key, rho: float, layer: PairLayer, *, layers: int,
     """
     h = 1.0 / layers
     x = start_pair(rho, layer)
+    values = layer.values(layers)
 
     def one(k):
-        y, z = _step(k, x, layer, h)
+        y, z = _step(k, x, layer, values)
         delta = y[0] @ y[1] - x[0] @ x[1]
-        first = np.sqrt(h) * (x[1] @ z[0] + x[0] @ z[1] - rho * (x[0] @ z[0] + x[1] @ z[1]))
+        first = x[1] @ z[0] + x[0] @ z[1] - rho * (x[0] @ z[0] + x[1] @ z[1])
         return delta - first, delta**2
 
     centred, squares = jax.jit(jax.vmap(one))(jax.random.split(key, samples))
@@ -126,11 +152,11 @@ def simulate_pair(key, layer: PairLayer, *, layers: int, horizon: float, traject
     start_key, path_key = jax.random.split(key)
     x0 = normalize(sample_uniform(start_key, (trajectories, 2), layer.d, dtype=dtype),
                    layer.norm)
-    h = 1.0 / layers
+    values = layer.values(layers)
 
     def run(k, x):
         def body(x, kk):
-            return _step(kk, x, layer, h)[0], None
+            return _step(kk, x, layer, values)[0], None
 
         return jax.lax.scan(body, x, jax.random.split(k, network_depth(horizon, layers)))[0]
 
@@ -164,7 +190,7 @@ def simulate_rho_sde(key, reduced_drift, reduced_variance, *, d: int, dt: float,
         r = jnp.tanh(z)
         v2 = jnp.maximum(reduced_variance(r), 0.0)
         dw = jax.random.normal(k, z.shape, z.dtype) * np.sqrt(dt)
-        step = z + (reduced_drift(r) + r * v2) * dt + jnp.sqrt(v2) * dw
+        step = euler_step(z, reduced_drift(r) + r * v2, jnp.sqrt(v2), dt, dw)
         # absorbed at 1 -+ rho < 1e-12: tanh would round to +-1 and the coefficients to 0/0
         return jnp.where(jnp.abs(z) > _Z_ABSORBED, z, step), None
 

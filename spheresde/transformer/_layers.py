@@ -17,7 +17,7 @@ package knows is asked of it:
   that are SymPy expressions of the Gram entries, ``s`` and the parameters. Those
   coefficients are lambdified (nothing retyped) and a layer draws the matrices: a
   ``d x d`` Gaussian per shared matrix (per token for a per-token one), :math:`W_1`,
-  :math:`W_2` per ReLU block (:data:`MLP_WIDTH` wide), fresh per layer. The
+  :math:`W_2` per ReLU block (:attr:`Layer.width` wide), fresh per layer. The
   coefficients keep their full dependence on ``s = L^{-1/2}``, so this is the discrete
   layer at any depth, not its limit;
 - **its exact law**: :meth:`Layer.antipodal_probability` (the :math:`t \to \infty` law
@@ -48,9 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._normalization import NormalizationLike, normalization
+from ._weights import residual_step
 
-#: The hidden width of a ReLU block in the numeric layer (the limit holds at any width).
-MLP_WIDTH = 16
 #: The symbols of :mod:`proofs_check.symbols` the parameters of a layer bind to, by name
 #: (:meth:`Layer.bind`; ``epsilon`` is ``eps``).
 PARAMETERS = ("beta", "epsilon", "mu", "d", "s")
@@ -74,12 +73,15 @@ class Layer:
         One line for ``--help`` and the figures.
     constants : mapping of str to float
         Values of the layer's own symbols (other than :data:`PARAMETERS`).
+    width : int
+        The hidden width of a ReLU block in the network (its limit holds at any width).
     """
 
     name: str
-    increment: Callable = field(compare=False)
+    increment: Callable
     summary: str = ""
     constants: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
+    width: int = 8
 
     def bind(self, *, beta: float, eps: float = 1.0, mu: float = 0.0, d: int,
              layers: int | None = None) -> dict[str, float]:
@@ -88,7 +90,7 @@ class Layer:
         values = {"beta": float(beta), "epsilon": float(eps), "mu": float(mu), "d": float(d),
                   **{k: float(v) for k, v in self.constants.items()}}
         if layers is not None:
-            values["s"] = 1.0 / math.sqrt(layers)
+            values["s"] = float(residual_step(layers))
         return values
 
     # -- the symbolic side -------------------------------------------------------------
@@ -185,6 +187,11 @@ class Layer:
         """``step(key, x, values) -> x'``: one discrete layer for one trajectory's
         ``(n, d)`` tokens with the symbol values of :meth:`bind` (``s`` included)."""
         return _numeric_layer(self, n, normalization(norm).name)
+
+    def delta(self, n: int, norm: NormalizationLike = "rms"):
+        """``delta(key, x, values) -> Y - X``: the increment of :meth:`step` before
+        normalizing (the same draws from the same ``key``)."""
+        return _numeric_increment(self, n, normalization(norm).name)
 
     def simulate(self, key, tokens0, *, beta: float, eps: float = 1.0, mu: float = 0.0,
                  layers: int, steps: int, norm: NormalizationLike = "rms"):
@@ -284,11 +291,23 @@ def _read(lay: Layer, n: int, norm_name: str) -> _Program:
 
 @functools.cache
 def _numeric_layer(lay: Layer, n: int, norm_name: str):
+    norm = normalization(norm_name)
+    delta = _numeric_increment(lay, n, norm_name)
+
+    def step(key, x, values):
+        return norm.normalize(x + delta(key, x, values))
+
+    return step
+
+
+@functools.cache
+def _numeric_increment(lay: Layer, n: int, norm_name: str):
     program = _read(lay, n, norm_name)
     norm = normalization(norm_name)
     upper = np.triu_indices(n, 1)
+    width = lay.width
 
-    def step(key, x, values):
+    def increment(key, x, values):
         d = x.shape[-1]
         basis = norm.span_basis(x)
         out = program.coefficients((x @ x.T)[upper], values)
@@ -302,13 +321,13 @@ def _numeric_layer(lay: Layer, n: int, norm_name: str):
         terms = len(program.relu)
         for t, (block, i) in enumerate(program.relu):
             k1, k2 = keys[program.gaussian + 2 * block: program.gaussian + 2 * block + 2]
-            w1 = jax.random.normal(k1, (MLP_WIDTH, d), x.dtype)
-            w2 = jax.random.normal(k2, (d, MLP_WIDTH), x.dtype) / np.sqrt(MLP_WIDTH)
+            w1 = jax.random.normal(k1, (width, d), x.dtype)
+            w2 = jax.random.normal(k2, (d, width), x.dtype) / np.sqrt(width)
             v = jnp.asarray(out[offset + terms + t], x.dtype).reshape(-1) @ basis
             delta = delta.at[i].add(out[offset + t] * (w2 @ jax.nn.relu(w1 @ v)))
-        return norm.normalize(x + delta)
+        return delta
 
-    return step
+    return increment
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,12 @@ class AbstractWeights(eqx.Module):
         :math:`\varepsilon`."""
 
 
+def residual_step(layers: int) -> float:
+    r"""The residual step :math:`s = L^{-1/2}` of a network of ``layers`` layers per unit
+    depth-time (the engine's ``s``): :math:`Y = X + s\,VA`."""
+    return 1.0 / np.sqrt(layers)
+
+
 def _diffusive_steps(mu: float, eps: float, layers: int) -> tuple[float, float]:
     r"""Steps of :math:`V = \mu L^{-1/2} I + \varepsilon G` under the residual's
     :math:`L^{-1/2}`: drift :math:`\mu/L`, noise :math:`\varepsilon/\sqrt L`."""
@@ -88,10 +94,10 @@ class ConstantWeights(AbstractWeights):
     def layer_steps(self, layers: int) -> tuple[float, float]:
         # Not the diffusive steps of limit() = (1, 0): the identity is not scaled by
         # 1/sqrt(L) here, so the drift step is 1/sqrt(L) (the ODE in its own time).
-        return 1.0 / np.sqrt(layers), 0.0
+        return residual_step(layers), 0.0
 
     def limit(self) -> tuple[float, float]:
         return 1.0, 0.0
 
 
-__all__ = ["AbstractWeights", "ConstantWeights", "Hybrid", "PureNoise"]
+__all__ = ["AbstractWeights", "ConstantWeights", "Hybrid", "PureNoise", "residual_step"]

@@ -76,6 +76,8 @@ import numpy as np
 from scipy import sparse, special, stats
 
 from .._network import network_depth
+from .._rho import euler_step, outcome_threshold
+from .._weights import Hybrid
 from ._coefficients import rc
 from ._extent import far_extent
 
@@ -178,7 +180,7 @@ def reduced_atoms(beta, d, e, mu, layers):
     def atoms(z):
         b = float(coefficients.z_drift(z, beta, d, e, mu))
         v = float(coefficients.z_diffusion(z, beta, d, e, mu))
-        return z + b * dt + v * np.sqrt(dt) * signs, halves
+        return euler_step(z, b, v, dt, np.sqrt(dt) * signs), halves
 
     return atoms
 
@@ -217,7 +219,7 @@ def _law(beta, d, e, mu, tol, horizon, layers, z0, spacing, atoms):
     ``atoms`` (:func:`network_atoms`, :func:`reduced_atoms`)."""
     coefficients = rc()
     args = (beta, d, e, mu)
-    z_star = float(np.arctanh(1 - tol))
+    z_star = outcome_threshold(tol)
     cells = max(2, int(np.ceil(z_star / spacing)))
     h = z_star / cells
     extents = []
@@ -255,7 +257,7 @@ def chain_law(beta, d, e, mu, tol, horizon, layers, z0=None, chain="network",
     """The extrapolated law of one point of ``chain`` (``"network"`` or ``"reduced"``) and
     its error estimate (module docstring)."""
     if chain == "network":
-        atoms = network_atoms(beta, d, mu / layers, e / np.sqrt(layers), nodes)
+        atoms = network_atoms(beta, d, *Hybrid(mu=mu, eps=e).layer_steps(layers), nodes)
     elif chain == "reduced":
         atoms = reduced_atoms(beta, d, e, mu, layers)
     else:

@@ -74,6 +74,7 @@ from proofs_check.export import CHAINS, finite_depth_coefficients
 
 from ..._typing import RealGrid
 from .._outcomes import DEFAULT_TOL, OutcomeFractions
+from .._rho import outcome_threshold
 from ._coefficients import noise_scale, rc
 from ._exact import antipodal_probability
 from ._extent import far_extent
@@ -182,7 +183,7 @@ def _solve(beta, d, e, mu, tol, horizon, z0, cells, chain=None, coefficients=Non
     dimension ``k`` of the sphere :math:`S^{k-1}` the uniform start lives on (``d``)."""
     coefficients = rc() if coefficients is None else coefficients
     args = (beta, d, e, mu)
-    z_star = np.arctanh(1 - tol)
+    z_star = outcome_threshold(tol)
     extents = []
     for side in (-1.0, 1.0):
         c = float(coefficients.z_drift(side * FAR, *args))

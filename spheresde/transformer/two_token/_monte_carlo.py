@@ -26,6 +26,7 @@ from ..._devices import leading_axis_sharding
 from ..._typing import ArrayLike, FloatArray, PRNGKeyArray, RealGrid, RealScalar
 from .._network import horizon_steps
 from .._outcomes import DEFAULT_TOL, OutcomeFractions, classify_rho, fractions_from_codes
+from .._rho import euler_step
 from ._coefficients import noise_scale
 
 _BITS = 32
@@ -74,7 +75,7 @@ def _rho_paths(key, z0, beta, d, eps, mu, dt, *, steps: int, block: int, gaussia
     def step(z, dw):
         t = jnp.tanh(z)
         z_drift, z_diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
-        return z + z_drift * dt + z_diffusion * dw
+        return euler_step(z, z_drift, z_diffusion, dt, dw)
 
     def run(z, k, count):
         sub = jax.random.fold_in(key, k)

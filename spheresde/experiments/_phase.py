@@ -143,19 +143,17 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         from ._simulate import add_counts, exact_two_tokens
 
         d, beta = point["d"], point["beta"]
-        if self.layer != "paper":
+        if self._derived():
             return self._layer_row(d, beta, counts)
-        norm = normalization(self.norm)
-        law_d = norm.two_token_dimension(d)  # the two-token law of this normalization
-        exact = exact_two_tokens(beta, law_d, sigma=self.sigma)
+        exact = exact_two_tokens(beta, d, sigma=self.sigma)
         network = math.nan
         if self.method == "exact":
             fractions = finite = exact
         else:
             fractions = fractions_from_counts(*add_counts(counts)["outcomes"])
-            finite = two_token.outcome_probabilities(beta, law_d, horizon=self.reached(),
+            finite = two_token.outcome_probabilities(beta, d, horizon=self.reached(),
                                                      tol=self.tol, sigma=self.sigma)
-            if self.method in CHAIN and norm.paper:  # L_1 is derived for RMS chains
+            if self.method in CHAIN:  # the chains' laws at finite L are the paper's
                 with warnings.catch_warnings(record=True) as caught:
                     # a sweep logs where P + C/L is not accurate instead of stopping
                     warnings.simplefilter("always", two_token.FirstOrderWarning)
@@ -173,15 +171,22 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             p_single=float(fractions.single), p_undecided=float(fractions.undecided),
             stderr=float(fractions.antipodal_se),
             p_exact=float(exact.antipodal), p_finite=float(finite.antipodal),
-            beta_c=float(two_token.critical_beta(law_d)) if law_d >= 3 else 0.0,
+            beta_c=float(two_token.critical_beta(d)) if d >= 3 else 0.0,
             trajectories=fractions.count or 0, p_network=network,
         )
 
+    def _derived(self) -> bool:
+        """Whether the laws are asked of the layer's derived rho-SDE: for every layer and
+        normalization but the paper's own (RMS), whose closed forms and chain laws
+        :mod:`spheresde.transformer.two_token` has."""
+        return self.layer != "paper" or self.norm != "rms"
+
     def _layer_row(self, d: int, beta: float, counts: list[dict]) -> PhaseRow:
-        """The row of a layer other than the paper's: its network's fractions (or its
-        exact law) beside the laws of its derived rho-SDE at t -> inf and at the run's T
-        and tol, and its critical beta (NaN where +-1 are not its equilibria). No law of
-        its chain at finite L is derived: ``p_network`` is NaN."""
+        """The row of a layer or normalization other than the paper's: its network's
+        fractions (or its exact law) beside the laws of its derived rho-SDE at t -> inf
+        and at the run's T and tol, and its critical beta (NaN where +-1 are not its
+        equilibria): LayerNorm's come from its own derived SDE. No law of its chain at
+        finite L is derived: ``p_network`` is NaN."""
         from ..transformer._layers import layer
         from ..transformer._outcomes import OutcomeFractions, fractions_from_counts
         from ._simulate import add_counts
@@ -207,7 +212,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             beta_c=beta_c, trajectories=fractions.count or 0)
 
     def _plot_layer(self, rows: list[PhaseRow], path: Path) -> Path:
-        """A layer other than the paper's: its network's points (+-2 s.e.) against the
+        """A layer or normalization other than the paper's: its points (+-2 s.e.) against the
         laws of its derived rho-SDE at the run's T (solid) and t -> inf (dotted), and its
         critical beta (dashed); the exact method draws the t -> inf law solid."""
         from ..transformer._layers import layer
@@ -258,7 +263,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         """Monte Carlo points with error bars (+-2 stderr) against the limit SDE's law at the
         run's own T and tol (solid), the simulated chain's own (exact) law at its L
         (dash-dot, ``p_network``), the t -> inf curves (dotted) and dashed beta_c(d)."""
-        if self.layer != "paper":
+        if self._derived():
             return self._plot_layer(rows, path)
         from ..transformer import two_token
         from ._plotting import colors, save, subplots
@@ -266,7 +271,6 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         dims = sorted({r.d for r in rows})
         betas = sorted({r.beta for r in rows})
         method, sigma = self.method, self.sigma
-        norm = normalization(self.norm)
         fine = np.linspace(min([*betas, 0.0]), max(betas), 120)
         # the finite-horizon law costs milliseconds a point, the t -> inf one microseconds
         coarse = np.linspace(fine[0], fine[-1], 40)
@@ -274,19 +278,18 @@ class PhaseSpec(AbstractFixedHorizonSpec):
         fig, ax = subplots(figsize=(7.5, 4.8))
         top = 0.0
         for d, color in zip(dims, palette, strict=True):
-            law_d = norm.two_token_dimension(d)
-            curve = two_token.antipodal_probability(fine, law_d, sigma=sigma)
+            curve = two_token.antipodal_probability(fine, d, sigma=sigma)
             if method == "exact":
                 ax.plot(fine, curve, color=color, lw=1.6, label=f"d={d}")
             else:
-                finite = two_token.outcome_probabilities(coarse, law_d, horizon=self.reached(),
+                finite = two_token.outcome_probabilities(coarse, d, horizon=self.reached(),
                                                          tol=self.tol, sigma=sigma).antipodal
                 ax.plot(coarse, finite, color=color, lw=1.6, label=f"d={d}")
                 ax.plot(fine, curve, color=color, lw=1, ls=":")
                 top = max(top, float(np.max(finite)))
             top = max(top, float(np.max(curve)))
-            if law_d >= 3:
-                ax.axvline(float(two_token.critical_beta(law_d)), color=color, ls="--", lw=1)
+            if d >= 3:
+                ax.axvline(float(two_token.critical_beta(d)), color=color, ls="--", lw=1)
             if method != "exact":
                 mine = [r for r in rows if r.d == d]
                 x = np.array([r.beta for r in mine])
@@ -294,7 +297,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
                 err = 2 * np.array([r.stderr for r in mine])
                 und = np.array([r.p_undecided for r in mine])
                 ax.errorbar(x, y, yerr=err, fmt="o", ms=4, color=color, capsize=2)
-                if method in CHAIN and norm.paper:  # the chain's own law at its L
+                if method in CHAIN:  # the chain's own law at its L
                     ax.plot(x, [r.p_network for r in mine], color=color, lw=1, ls="-.")
                 # the undecided mass could still go either way: show it as an upward band
                 ax.vlines(x, y, y + und, color=color, lw=4, alpha=0.25)
@@ -307,11 +310,8 @@ class PhaseSpec(AbstractFixedHorizonSpec):
             f"T={self.horizon:g}\n(points +-2 s.e., shaded: undecided; solid: limit SDE at "
             f"T={self.horizon:g}, tol={self.tol:g}; "
             + (f"dash-dot: the simulated chain's own law at L={self.layers}; " if method in CHAIN
-               and norm.paper else "") + "dotted: t -> inf)")
-        shift = dims[0] - norm.two_token_dimension(dims[0])  # the law's dimension is d - shift
-        threshold = (r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$" if norm.paper else
-                     rf"{type(norm).__name__}: $\beta_c(d-{shift})=\frac{{1}}{{2}}"
-                     rf"\cosh^{{-1}}(d-{shift + 2})$")
+               else "") + "dotted: t -> inf)")
+        threshold = r"$\beta_c(d)=\frac{1}{2}\cosh^{-1}(d-2)$"
         ax.set_title(f"Two tokens, sigma={sigma:g}: {what}\ndashed: {threshold}", fontsize=9)
         ax.legend(fontsize=8, ncol=2)
         return save(fig, path)

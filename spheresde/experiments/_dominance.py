@@ -26,7 +26,7 @@ import numpy as np
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement, z_score
-from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, NORM, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
@@ -120,13 +120,14 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     absorb: float = param(1e-6, **ABSORB)
     seed: int = param(0, **SEED)
     layer: str = param("paper", **LAYER)
+    norm: str = param("rms", **NORM)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """The discrete network of ``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid
         weights of noise ``eps``, the horizon of ``eps``."""
         return Simulation("discrete", point["tokens"], point["beta"], point["dim"],
                           Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]),
-                          layer=self.layer)
+                          norm=self.norm, layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> DominanceRow:
         """The row of ``point``: outcome counts and, for two tokens, the exact laws (of
@@ -142,13 +143,14 @@ class DominanceSpec(AbstractScaledHorizonSpec):
         single, antipodal, undecided = add_counts(counts)["outcomes"]
         fractions = fractions_from_counts(single, antipodal, undecided)
         exact = exact_horizon = float("nan")
-        if n == 2 and self.layer != "paper":
-            exact = float(exact_two_tokens(beta, d, mu=self.mu, eps=eps,
-                                           layer=self.layer).antipodal)
+        if n == 2 and (self.layer != "paper" or self.norm != "rms"):
+            exact = float(exact_two_tokens(beta, d, mu=self.mu, eps=eps, layer=self.layer,
+                                           norm=self.norm).antipodal)
             chosen = layer(self.layer)
-            if chosen.equilibria():
+            if chosen.equilibria(self.norm):
                 exact_horizon = float(chosen.outcome_probabilities(
-                    beta, d, horizon=horizon, tol=self.tol, eps=eps, mu=self.mu).antipodal)
+                    beta, d, horizon=horizon, tol=self.tol, eps=eps, mu=self.mu,
+                    norm=self.norm).antipodal)
         elif n == 2:
             exact = float(two_token.antipodal_probability(beta, d, mu=self.mu, eps=eps))
             # the finite-horizon solver overflows at small eps and long horizons (nan then,
@@ -185,7 +187,7 @@ class DominanceSpec(AbstractScaledHorizonSpec):
         fine = np.linspace(max(betas.min(), 1e-3), betas.max(), 200)
         for ax, d in zip(axes, dims, strict=True):
             curves = linear_thresholds(fine, d, self.mu, tokens)
-            paper = self.layer == "paper"  # the thresholds are the paper's layer's
+            paper = self.layer == "paper" and self.norm == "rms"  # the paper's thresholds
             if paper:
                 ax.plot(fine, curves["paper"], "k--", lw=1.6,
                         label=r"paper $\sqrt{2e^{-\beta}}$")

@@ -12,7 +12,7 @@ import numpy as np
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import Hybrid
 from ._agreement import BAND, mc_agreement
-from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, NORM, SAMPLES, SEED, TOL
 from ._monte_carlo import (
     HORIZON_SCALE,
     MAX_HORIZON,
@@ -94,13 +94,14 @@ class HybridSpec(AbstractScaledHorizonSpec):
     method: Method = param("discrete", "as for phase; exact and reduced need --tokens 2")
     seed: int = param(0, **SEED)
     layer: str = param("paper", **LAYER)
+    norm: str = param("rms", **NORM)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, hybrid weights of noise
         ``eps``, the horizon of ``eps``."""
         return Simulation(self.method, self.tokens, point["beta"], self.dim,
                           Hybrid(mu=self.mu, eps=point["eps"]), self.point_horizon(point["eps"]),
-                          layer=self.layer)
+                          norm=self.norm, layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""
@@ -108,7 +109,8 @@ class HybridSpec(AbstractScaledHorizonSpec):
         from ._simulate import add_counts, exact_two_tokens
 
         beta, eps, n, d, mu = point["beta"], point["eps"], self.tokens, self.dim, self.mu
-        exact = exact_two_tokens(beta, d, mu=mu, eps=eps, layer=self.layer) if n == 2 else None
+        exact = (exact_two_tokens(beta, d, mu=mu, eps=eps, layer=self.layer, norm=self.norm)
+                 if n == 2 else None)
         fractions = (exact if self.method == "exact"
                      else fractions_from_counts(*add_counts(counts)["outcomes"]))
         return HybridRow(
@@ -154,7 +156,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
         fine = np.linspace(max(min(betas), 1e-3), max(betas), 200)
         handles = [Patch(color=SINGLE, label="single cluster dominant"),
                    Patch(color=ANTIPODAL, label="antipodal dominant")]
-        if self.layer == "paper":  # the thresholds of the paper's layer
+        if self.layer == "paper" and self.norm == "rms":  # the paper's thresholds
             th = thresholds(fine, d, mu)
             ax.plot(fine, th["paper"], "k--", lw=1.8)
             handles.append(Line2D([], [], color="k", ls="--",
@@ -165,7 +167,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
         n = self.tokens
         gb = np.linspace(min(betas), max(betas), 48)
         ge = np.linspace(min(eps), max(eps), 48)
-        exact = exact_map(gb, ge, d, mu, self.layer)
+        exact = exact_map(gb, ge, d, mu, self.layer, self.norm)
         if exact.max() > 0.5:
             ax.contour(gb, ge, exact, levels=[0.5], colors="orange", linewidths=1.8)
             handles.append(Line2D([], [], color="orange",
@@ -179,7 +181,8 @@ class HybridSpec(AbstractScaledHorizonSpec):
         ax.set_ylabel(r"noise $\varepsilon$")
         ax.set_title(
             f"Hybrid dynamics, n={n}, d={d}, mu={mu:g}"
-            + ("" if self.layer == "paper" else f", layer {self.layer}") + f": {self.method}"
+            + ("" if self.layer == "paper" else f", layer {self.layer}")
+            + ("" if self.norm == "rms" else f", {self.norm} norm") + f": {self.method}"
             + ("" if self.method == "exact" else
                f", {self.trajectories} trajectories, L={self.layers}, {self.horizon_label()}")
             + "\nshade: fraction of the dominant outcome (white = no majority)", fontsize=9)
@@ -211,17 +214,18 @@ def thresholds(betas, d: int, mu: float) -> dict[str, np.ndarray]:
         }
 
 
-def exact_map(betas, eps, d: int, mu: float, layer: str = "paper") -> np.ndarray:
+def exact_map(betas, eps, d: int, mu: float, layer: str = "paper",
+              norm: str = "rms") -> np.ndarray:
     """Exact P(antipodal) of two uniform tokens on the grid ``eps x betas`` (the paper's
     in one call; another layer's from its derived law, NaN where it has none)."""
     from ..transformer import two_token
     from ._simulate import exact_two_tokens
 
     b, e = np.meshgrid(np.asarray(betas, float), np.asarray(eps, float))
-    if layer == "paper":
+    if layer == "paper" and norm == "rms":
         return np.asarray(two_token.antipodal_probability(b, d, mu=mu, eps=e), dtype=float)
     return np.vectorize(lambda bb, ee: float(exact_two_tokens(
-        bb, d, mu=mu, eps=ee, layer=layer).antipodal))(b, e)
+        bb, d, mu=mu, eps=ee, layer=layer, norm=norm).antipodal))(b, e)
 
 
 def _follows(rows: list[HybridRow], curve) -> tuple[int, int]:

@@ -49,16 +49,20 @@ class Simulation:
 
 
 def layer_rule(spec) -> str | None:
-    """A rule of the sweeps with a ``layer`` field: a layer other than the paper's is one
-    the engine reads (:func:`spheresde.transformer.layer`), runs ``exact`` (its derived law,
-    which needs rho = +-1 as equilibria) or ``discrete`` (its network) with random weights;
-    where +-1 are not equilibria its network runs without absorption, said in one line."""
+    """A rule of the sweeps with ``layer`` and ``norm`` fields: a normalization other than
+    the paper's has no particle SDE; a layer other than the paper's is one the engine reads
+    (:func:`spheresde.transformer.layer`), runs ``exact`` (its derived law, which needs
+    rho = +-1 as equilibria) or ``discrete`` (its network) with random weights; where +-1
+    are not equilibria its network runs without absorption, said in one line."""
+    method = getattr(spec, "method", "discrete")
+    norm = getattr(spec, "norm", "rms")
+    if norm != "rms" and method == "particles":
+        return (f"`norm={norm!r}` needs `method` exact, reduced or discrete (the particle "
+                "SDE is the RMS one)")
     if spec.layer == "paper":
         return None
     from ..transformer._layers import LayerError, layer
 
-    method = getattr(spec, "method", "discrete")
-    norm = getattr(spec, "norm", "rms")
     if method not in ("exact", "discrete"):
         return (f"`layer={spec.layer!r}` needs `method` exact (its derived law) or discrete "
                 "(its network); reduced and particles are the paper's layer")

@@ -57,13 +57,6 @@ def _finite_horizon_betas(spec: PhaseSpec) -> str | None:
                 "betas, or `method='exact'` (no limit)")
 
 
-def _layer_norm_methods(spec) -> str | None:
-    if not normalization(spec.norm).paper and spec.method == "particles":
-        return (f"`norm={spec.norm!r}` needs `method` exact, reduced or discrete (the "
-                "particle SDE is the RMS one)")
-    return None
-
-
 @dataclass(frozen=True)
 class PhaseRow:
     """One grid point of Figure 3: outcome fractions, the error bar and the exact limit."""
@@ -107,8 +100,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     unused: ClassVar = {"method": {"exact": SAMPLING}}
     law_only: ClassVar = {"method": "exact"}
     label: ClassVar[str] = "{name} ({method})"
-    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, _layer_norm_methods,
-                              layer_rule)
+    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, layer_rule)
     row_type: ClassVar[type] = PhaseRow
     axes: ClassVar[dict[str, str]] = {"d": "dims", "beta": "betas"}
     report_rank: ClassVar[int] = 30

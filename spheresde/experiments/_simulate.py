@@ -89,20 +89,22 @@ def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
 
 
 def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0,
-                     eps: float | None = None, layer: str = "paper") -> OutcomeFractions:
+                     eps: float | None = None, layer: str = "paper",
+                     norm: str = "rms") -> OutcomeFractions:
     """Limit probabilities for two uniform tokens (every path ends at rho = +-1): the
-    paper's law, or that of the derived rho-SDE of another ``layer``
+    paper's law, or that of the derived rho-SDE of another ``layer`` or ``norm``
     (:meth:`spheresde.transformer.Layer.antipodal_probability`; NaN where +-1 are not its
     equilibria)."""
     from ..transformer import two_token
 
-    if layer != "paper":
+    if layer != "paper" or norm != "rms":
         from ..transformer._layers import layer as get_layer
 
         chosen = get_layer(layer)
         noise = sigma if eps is None else eps
-        return OutcomeFractions.exact(chosen.antipodal_probability(beta, d, eps=noise, mu=mu)
-                                      if chosen.equilibria() else float("nan"))
+        return OutcomeFractions.exact(
+            chosen.antipodal_probability(beta, d, eps=noise, mu=mu, norm=norm)
+            if chosen.equilibria(norm) else float("nan"))
     if eps is None:
         p = two_token.antipodal_probability(beta, d, sigma=sigma)
     else:

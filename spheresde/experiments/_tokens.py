@@ -11,7 +11,7 @@ import numpy as np
 
 from ..transformer._outcomes import DEFAULT_TOL
 from ..transformer._weights import ConstantWeights, PureNoise
-from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, SAMPLES, SEED, SIGMA, TOL
+from ._common import ABSORB, BETAS, HORIZON, LAYER, LAYERS, NORM, SAMPLES, SEED, SIGMA, TOL
 from ._monte_carlo import (
     NETWORK_STREAMS,
     AbstractFixedHorizonSpec,
@@ -73,12 +73,13 @@ class TokensSpec(AbstractFixedHorizonSpec):
         "spheresde.transformer.ConstantWeights)")
     seed: int = param(0, **SEED)
     layer: str = param("paper", **LAYER)
+    norm: str = param("rms", **NORM)
 
     def simulation(self, point: dict[str, Any]) -> Simulation:
         """``tokens`` tokens in dimension ``dim`` at ``beta``, noise or constant weights."""
         weights = ConstantWeights() if self.weights == "constant" else PureNoise(self.sigma)
         return Simulation(self.method, point["tokens"], point["beta"], self.dim, weights,
-                          self.horizon, layer=self.layer)
+                          self.horizon, norm=self.norm, layer=self.layer)
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> TokensRow:
         """The row of ``point``: outcome fractions and the sizes of the two clusters."""

@@ -1,13 +1,14 @@
 """The sweep driver: run a sweep's grid into its store, on the executor asked for.
 
 :func:`run_chunked` runs a chunked spec (:class:`~._specs.AbstractChunkedSpec`): it opens
-its :class:`~._store.Sweep` (its CSV, JSON and chunk cache), computes the missing chunks
-on the executor that :class:`RunOptions` asks for (:mod:`~._executors`) and draws the
-figure; :func:`run_points` does the same for the whole points of an
+its :class:`~._store.Sweep`, computes the missing chunks on the executor that
+:class:`RunOptions` asks for (:mod:`~._executors`) and draws the figure;
+:func:`run_points` does the same for the whole points of an
 :class:`~._specs.AbstractPointSpec`, in this process. Both run one loop,
-:func:`compute_chunks`: the pending points and chunks, the progress bar, a save after
-every finished point or chunk. Every run returns an :class:`AbstractResult`. The
-specs call these functions (their ``run``); nothing here asks which class a spec is.
+:func:`compute_chunks`: the pending points and chunks, the progress bar, each finished
+point or chunk stored at once, and the CSV and JSON written when the loop ends or
+stops. Every run returns an :class:`AbstractResult`. The specs call these functions
+(their ``run``); nothing here asks which class a spec is.
 """
 
 from __future__ import annotations
@@ -219,37 +220,35 @@ def _compute(sweep: Sweep, points, chunks, chunk, finish, *, executor, quiet, de
 
     def stamp() -> None:
         record["wall_time_s"] = round(time.perf_counter() - start, 3)
-        sweep.stamp()
 
     def complete(point: dict[str, Any]) -> None:
         key = sweep.key(point)
         pieces = results.pop(key)
         sweep.keep(point, finish(point, [pieces[k] for k in range(needed[key])]))
-        record["points_computed"] += 1
 
-    with tqdm(total=total, initial=total - len(tasks), desc=desc or sweep.name,
-              disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
-        for point in pending:  # every chunk already stored (or none needed)
-            if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
-                complete(point)
+    try:
+        with tqdm(total=total, initial=total - len(tasks), desc=desc or sweep.name,
+                  disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
+            for point in pending:  # every chunk already stored (or none needed)
+                if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
+                    stamp()
+                    complete(point)
+            done = (((task, chunk(*task)) for task in tasks) if executor is None
+                    else executor.map_unordered(chunk, tasks))
+            for (point, k), value in done:
+                key = sweep.key(point)
+                results[key][k] = value
+                record["chunks_computed"] += 1
+                stamp()
+                if len(results[key]) == needed[key]:
+                    complete(point)
+                else:
+                    sweep.save_chunk(point, k, value)
+                bar.update()
+        record["finished"] = True
+    finally:  # the CSV and JSON of what is stored, whether the run ended or stopped
         stamp()
-        sweep.save(order)
-        done = (((task, chunk(*task)) for task in tasks) if executor is None
-                else executor.map_unordered(chunk, tasks))
-        for (point, k), value in done:
-            key = sweep.key(point)
-            results[key][k] = value
-            record["chunks_computed"] += 1
-            stamp()
-            if len(results[key]) == needed[key]:
-                complete(point)
-                sweep.save(order)
-            else:
-                sweep.save_chunk(point, k, value)
-            bar.update()
-    stamp()
-    record["finished"] = True
-    sweep.save(order, finished=True)
+        sweep.export(order, finished=record["finished"])
     return sweep.rows_in(order)
 
 

@@ -590,11 +590,39 @@ def test_debug_shows_the_traceback(tmp_path, monkeypatch):
     (["dominance", "--eps", "0.5"], "give at least two"),
     (["field", "--beta", "1e6"], "must be in [0, 5000]"),
     (["field", "--beta", "1e308"], "must be in [0, 5000]"),
+    # numbers that would overflow, or fill the memory, downstream
+    (["phase", "--horizon", "1e308"], "T = 1e+308 with --layers 20 is inf layers a "
+                                      "trajectory, more than 1e+07; give a shorter horizon"),
+    (["phase", "--layers", "1000000"], "is 1e+08 layers a trajectory, more than 1e+07"),
+    (["hybrid", "--eps", "1e-200,1", "--horizon-scale", "1"],
+     "T = max(50, 1/eps^2) with --layers 10 is inf layers a trajectory"),
+    (["train", "--epochs", "1" + "0" * 30], f"argument --epochs: 1{'0' * 30} is too large "
+                                            "(at most 2^53 = 9007199254740992)"),
+    (["phase", "--trajectories", "1" + "0" * 23, "--dry-run"], "is too large (at most 2^53"),
+    (["phase", "--trajectories", "1" + "0" * 13, "--dry-run"],
+     "10000000000000 trajectories a point in chunks of --chunk-size 10000 are 1e+09 chunks, "
+     "more than 1e+06; give fewer trajectories or a larger --chunk-size"),
+    (["phase", "--trajectories", "1" + "0" * 13], "1e+09 chunks"),  # before any work
+    (["phase", "--chunk-size", "1" + "0" * 20], "--chunk-size 1" + "0" * 20 + " must be in "
+                                                "[1, 2^53]"),
+    (["phase", "--workers", "100000"], "--workers 100000 must be in [0, 1024]"),
 ])
 def test_values_outside_the_numerics_are_refused_up_front(tmp_path, capsys, argv, says):
     err = refused(capsys, *argv, "--out", tmp_path, "--quiet")
     assert says in err
     assert not list(tmp_path.iterdir())  # nothing computed, nothing written
+
+
+def test_minus_zero_is_stored_as_zero(tmp_path):
+    # -0.0 equals 0.0: the same sweep, stored, keyed and seeded as 0.0, not refused as
+    # another one
+    assert exact(tmp_path, "-0,1") == 0
+    assert [r["beta"] for r in rows(tmp_path / "phase.csv")] == ["0.0", "1.0"]
+    assert exact(tmp_path, "0,1") == 0
+    assert json.loads((tmp_path / "phase.json").read_text())["params"]["betas"] == [0.0, 1.0]
+    assert PhaseSpec(absorb=-0.0) == PhaseSpec(absorb=0.0)
+    assert PhaseSpec(absorb=-0.0).echo()["absorb"] == 0.0
+    assert str(PhaseSpec(absorb=-0.0).echo()["absorb"]) == "0.0"  # the CSV's spelling
 
 
 # ------------------------------------------------------------------ options a command ignores

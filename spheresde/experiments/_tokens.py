@@ -12,7 +12,7 @@ import numpy as np
 from .._outcomes import DEFAULT_TOL
 from .._weights import ConstantWeights, PureNoise
 from ._common import ABSORB, BETAS, HORIZON, LAYERS, SAMPLES, SEED, SIGMA, TOL
-from ._monte_carlo import NETWORK_STREAMS, AbstractFixedHorizonSpec, Simulation, at_least_one_layer
+from ._monte_carlo import NETWORK_STREAMS, AbstractFixedHorizonSpec, Simulation, depth_in_range
 from ._report import pm, table
 from .engine import Section, at_least, param
 
@@ -43,7 +43,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     command: ClassVar[str] = "tokens"
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
-    rules: ClassVar[tuple] = (at_least_one_layer,)
+    rules: ClassVar[tuple] = (depth_in_range,)
     row_type: ClassVar[type] = TokensRow
     label: ClassVar[str] = "{name} ({method})"
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "beta": "betas"}

@@ -10,10 +10,14 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from ._params import BadParameters
 from ._spelling import format_value
 
 Counts = dict[str, Any]
 """What a chunk returns: JSON-ready integer counts."""
+
+MOST_CHUNKS = 10**6
+"""The most chunks a grid point may have (see :func:`chunk_sizes`)."""
 
 
 def _spelled(point: dict[str, Any]) -> str:
@@ -37,9 +41,18 @@ def chunk_seed(seed: int, point: dict[str, Any], chunk: int) -> int:
 
 def chunk_sizes(samples: int, chunk_size: int) -> list[int]:
     """The sizes of the chunks of ``samples`` trajectories: ``chunk_size`` each, the last
-    one the rest (no chunk at all for 0 samples, e.g. an exact method)."""
+    one the rest (no chunk at all for 0 samples, e.g. an exact method).
+
+    Raises :class:`~._params.BadParameters` past :data:`MOST_CHUNKS` chunks: the list, the
+    tasks and the plan of a point are as long as its chunks, so a mistyped size would
+    fill the memory before anything runs."""
     if chunk_size < 1:
         raise ValueError(f"chunk size must be >= 1, got {chunk_size}")
+    if samples > MOST_CHUNKS * chunk_size:
+        raise BadParameters(
+            f"{samples} trajectories a point in chunks of `chunk_size={chunk_size}` are "
+            f"{-(-samples // chunk_size):.3g} chunks, more than {MOST_CHUNKS:.0e}; give "
+            "fewer trajectories or a larger `chunk_size`")
     return [min(chunk_size, samples - start) for start in range(0, samples, chunk_size)]
 
 

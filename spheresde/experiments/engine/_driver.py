@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ._chunks import Counts, chunk_sizes
 from ._executors import executor_for
-from ._params import BadParameters
+from ._params import LARGEST_INT, BadParameters
 from ._store import ParameterMismatch, R, Sweep, open_store
 
 
@@ -56,6 +56,10 @@ class SweepResult(AbstractResult, Generic[R]):
         return [f"wrote {self.csv}, {self.json} and {self.png}"]
 
 
+MOST_WORKERS = 1024
+"""The most worker processes of a local Dask cluster (more would not start in time)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How to run a sweep (never what: none of it changes a number except ``chunk_size``,
@@ -64,10 +68,11 @@ class RunOptions:
     ``chunk_size``: trajectories per chunk; ``workers``: run the chunks on a
     ``dask.distributed`` LocalCluster of that many worker processes (0: in this
     process); ``scheduler``: the address of an existing Dask scheduler instead;
-    ``wait``: wait for another process writing the same sweep instead of refusing;
-    ``prune``: drop the stored points outside the requested grid instead of refusing.
-    The planner (``--dry-run``) reads the same options. The command line builds these
-    options, so that their checks (``workers`` with ``scheduler``) are this class's only.
+    ``wait``: wait for another process writing into the same directory instead of
+    refusing; ``prune``: drop the stored points outside the requested grid instead of
+    refusing. The planner (``--dry-run``) reads the same options. The command line builds
+    these options, so that their checks (``workers`` with ``scheduler``, the ranges of
+    ``chunk_size`` and ``workers``) are this class's only.
     """
 
     quiet: bool = False
@@ -79,6 +84,11 @@ class RunOptions:
     prune: bool = False
 
     def __post_init__(self):
+        if not 1 <= self.chunk_size <= LARGEST_INT:
+            raise BadParameters(f"`chunk_size={self.chunk_size}` must be in [1, 2^53]")
+        if not 0 <= self.workers <= MOST_WORKERS:
+            raise BadParameters(f"`workers={self.workers}` must be in [0, {MOST_WORKERS}] "
+                                "(a local cluster of one process a worker)")
         if self.workers and self.scheduler is not None:
             raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
                                 "an existing one: give one of them")

@@ -359,6 +359,7 @@ def test_a_damaged_chunk_is_discarded_and_recomputed(tmp_path, chunk, says):
     compute_chunks(Sweep(tmp_path / "cut", "toy", {"seed": 0}, Toy, ("a",), chunk_size=4),
                    [], lambda p: 3, counts_chunk, None, quiet=True)
     put_chunk(tmp_path / "cut", "2", 1, COUNTS)  # intact, but discarded with the rest
+    put_chunk(tmp_path / "cut", "9", 0, COUNTS)  # of a point off the grid: discarded too
     put_chunk(tmp_path / "cut", "1", 0, *chunk)
     calls = []
     with pytest.warns(UserWarning, match=rf"\.spheresde\.sqlite: a damaged chunk cache of the "
@@ -366,6 +367,8 @@ def test_a_damaged_chunk_is_discarded_and_recomputed(tmp_path, chunk, says):
         rows_again = counts_sweep(tmp_path / "cut", calls)
     assert len(calls) == 6  # every chunk computed again, none of the damaged ones summed
     assert rows_again == whole
+    with contextlib.closing(sqlite3.connect(tmp_path / "cut" / ".spheresde.sqlite")) as db:
+        assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
 
 
 def test_a_chunk_of_a_point_the_sweep_does_not_have_is_discarded(tmp_path):

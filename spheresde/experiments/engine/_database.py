@@ -208,9 +208,13 @@ class Database:
         self._run("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?)",
                   [(name, key, k, counts, digest(counts))])
 
-    def drop_chunks(self, name: str, keys: Iterable[str]) -> None:
-        """Remove the chunks of the points ``keys`` of the sweep ``name``."""
-        self._run("DELETE FROM chunks WHERE name = ? AND key = ?", ((name, k) for k in keys))
+    def drop_chunks(self, name: str, keys: Iterable[str] | None = None) -> None:
+        """Remove the chunks of the points ``keys`` of the sweep ``name`` (None: all)."""
+        if keys is None:
+            self._run("DELETE FROM chunks WHERE name = ?", [(name,)])
+        else:
+            self._run("DELETE FROM chunks WHERE name = ? AND key = ?",
+                      ((name, k) for k in keys))
 
 
 __all__ = ["STORE", "Database", "digest"]

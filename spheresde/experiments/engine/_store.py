@@ -516,7 +516,7 @@ class Sweep(Generic[R]):
                                   f"({why}) is discarded; its chunks are computed again")
         if self._lock is not None:
             with self._db.transaction() as db:
-                db.drop_chunks(self.name, list(self.cache.points))
+                db.drop_chunks(self.name)
         self.cache.points = {}
 
     def key(self, point: dict[str, Any]) -> tuple[str, ...]:

@@ -295,6 +295,15 @@ def test_a_store_that_sqlite_cannot_read_is_refused(tmp_path, capsys, damage):
     assert [r["points_computed"] for r in runs] == [3, 1]
 
 
+def test_a_store_left_without_its_tables_reads_as_empty(tmp_path, capsys):
+    # what a writer killed between creating the file and its tables leaves
+    (tmp_path / ".spheresde.sqlite").touch()
+    assert main([*EXACT, "--betas", "1", "--out", str(tmp_path), "--dry-run"]) == 0
+    assert "points: 1 to compute of 1 (0 stored)" in capsys.readouterr().out
+    assert exact(tmp_path, "1") == 0
+    assert len(rows(tmp_path / "phase.csv")) == 1
+
+
 def test_the_store_holds_the_sweep_and_rewrites_an_edited_csv(tmp_path):
     # the CSV and JSON are written from the store at the end of each run: an edited or
     # deleted CSV beside a store that holds the sweep is written again, not trusted

@@ -12,11 +12,12 @@ finished grid point is saved at once, re-running the same command computes only 
 missing, and the same command with other parameters into the same ``--out`` directory
 refuses unless ``--overwrite`` is given (a grid extended by new points computes only
 those; a grid without some stored points refuses unless ``--prune`` drops them). A
-second run writing the same sweep is refused, naming the first, or waits for it with
-``--wait``. Errors in the arguments, and stored files that fail their check, print one
-line and exit with status 2; a fault while running (a full disk, an unreadable file, a
-failed Dask cluster) prints one line and exits with status 1, Ctrl-C with status 130,
-and both keep every finished point and chunk (``--debug`` shows the traceback).
+second run writing into the same ``--out`` (whichever sweep) is refused, naming the
+first, or waits for it with ``--wait``. Errors in the arguments, and stored files that
+fail their check, print one line and exit with status 2; a fault while running (a full
+disk, an unreadable file, a failed Dask cluster) prints one line and exits with status
+1, Ctrl-C with status 130, and both keep every finished point and chunk (``--debug``
+shows the traceback).
 
 How to run, never what (no number changes): ``--workers N`` runs the chunks of the
 sweep on a local Dask cluster, ``--scheduler ADDRESS`` on an existing one,
@@ -138,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="drop stored points that are not on the requested grid "
                                 "(without it such a grid refuses)")
             p.add_argument("--wait", action="store_true",
-                           help="wait for another run writing the same sweep to finish "
+                           help="wait for another run writing into the same --out to finish "
                                 "(without it the second run refuses)")
         if spec_cls.runs_in_chunks:
             p.add_argument("--chunk-size", type=_positive("--chunk-size"),

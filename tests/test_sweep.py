@@ -1,7 +1,13 @@
 """The resumable sweep store behind the CLI, driven in-process with a toy computation."""
 
+import contextlib
 import csv
 import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
 
 import pytest
@@ -46,6 +52,13 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+def stored_chunks(out):
+    """The chunks that the store of ``out`` holds: (point key, chunk index) -> counts."""
+    with contextlib.closing(sqlite3.connect(out / ".spheresde.sqlite")) as db:
+        return {(key, k): json.loads(counts)
+                for key, k, counts in db.execute("SELECT key, k, counts FROM chunks")}
+
+
 def test_rows_metadata_and_order(tmp_path):
     rows = compute_points(sweep(tmp_path, {"seed": 7, "x": [1, 2]}, echo={"x": 2.5}), grid(), toy,
                           quiet=True)
@@ -61,7 +74,9 @@ def test_rows_metadata_and_order(tmp_path):
     assert meta["columns"] == [*COLUMNS, "x"]
     assert [r["points_computed"] for r in meta["runs"]] == [6]
     assert meta["runs"][0]["finished"] is True
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+    # beside them only the directory's store and lock: no temporary file, no SQLite log left
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [
+        ".spheresde.lock", ".spheresde.sqlite"]
 
 
 def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
@@ -89,6 +104,64 @@ def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path):
     runs = json.loads((tmp_path / "cut" / "toy.json").read_text())["runs"]
     assert [r["points_computed"] for r in runs] == [2, 4]
     assert [r["finished"] for r in runs] == [False, True]
+
+
+def test_the_csv_and_json_are_written_once_a_run_not_once_a_point(tmp_path, monkeypatch):
+    # each finished point is one transaction of the store, whatever the grid's size; the
+    # CSV and JSON, which grow with the grid, are written when the run ends
+    from spheresde.experiments.engine import _store
+
+    written, write = [], _store.atomic_write_text
+    monkeypatch.setattr(_store, "atomic_write_text",
+                        lambda path, text: written.append(path.name) or write(path, text))
+    compute_points(sweep(tmp_path, {"seed": 7}), grid(), toy, quiet=True)
+    assert written == ["toy.json", "toy.csv"]
+
+
+KILLED_AT_FOURTH_POINT = textwrap.dedent("""
+    import os, signal, sys
+    from dataclasses import dataclass
+    from spheresde.experiments import Sweep, compute_points
+
+    @dataclass(frozen=True)
+    class Toy:
+        a: int
+        b: float
+        value: float
+        counts: tuple[int, ...]
+
+    calls = []
+
+    def compute(p):
+        calls.append(p)
+        if len(calls) == 4:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return Toy(p["a"], p["b"], p["a"] + p["b"], (1, 2))
+
+    points = [{"a": a, "b": b} for a in (1, 2, 3) for b in (0.5, 1.5)]
+    compute_points(Sweep(sys.argv[1], "toy", {"seed": 7}, Toy, ("a", "b")), points, compute,
+                   quiet=True)
+""")
+
+
+def test_a_killed_run_loses_only_the_point_in_flight(tmp_path):
+    def compute(p):
+        calls.append(p)
+        return Toy(p["a"], p["b"], p["a"] + p["b"], (1, 2))
+
+    calls = []
+    whole = compute_points(sweep(tmp_path / "whole", {"seed": 7}), grid(), compute, quiet=True)
+    out = tmp_path / "killed"
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT_FOURTH_POINT, str(out)],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / "toy.csv").exists()  # killed before its run could write the CSV
+    calls.clear()
+    assert compute_points(sweep(out, {"seed": 7}), grid(), compute, quiet=True) == whole
+    assert calls == grid()[3:]  # the three points stored before the kill are not recomputed
+    assert (out / "toy.csv").read_text() == (tmp_path / "whole" / "toy.csv").read_text()
+    runs = json.loads((out / "toy.json").read_text())["runs"]
+    assert [(r["points_computed"], r["finished"]) for r in runs] == [(3, False), (3, True)]
 
 
 def test_other_parameters_refuse_unless_overwrite(tmp_path):
@@ -177,8 +250,7 @@ def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         compute_chunks(store, grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
     assert len(read(tmp_path / "cut" / "toy.csv")) == 1  # one point of 3 chunks done
-    stored = json.loads((tmp_path / "cut" / "toy.chunks.json").read_text())["points"]
-    assert stored == {"1|1.5": {"0": chunk_counts({"a": 1, "b": 1.5}, 0)}}
+    assert stored_chunks(tmp_path / "cut") == {("1|1.5", 0): chunk_counts({"a": 1, "b": 1.5}, 0)}
 
     calls.clear()
     again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
@@ -189,7 +261,7 @@ def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
     assert (1, 1.5, 0) not in calls
     assert ((tmp_path / "cut" / "toy.csv").read_text()
             == (tmp_path / "whole" / "toy.csv").read_text())
-    assert not (tmp_path / "cut" / "toy.chunks.json").exists()  # nothing left partial
+    assert stored_chunks(tmp_path / "cut") == {}  # nothing left partial
 
 
 def test_a_grid_extended_by_new_points_computes_only_those(tmp_path):

@@ -33,8 +33,8 @@ from ._monte_carlo import (
     NETWORK_STREAMS,
     AbstractScaledHorizonSpec,
     Simulation,
-    at_least_one_layer,
     cap_above_horizon,
+    depth_in_range,
     layer_rule,
 )
 from ._report import sweep_meta, table
@@ -93,7 +93,7 @@ class DominanceSpec(AbstractScaledHorizonSpec):
     command: ClassVar[str] = "dominance"
     streams: ClassVar = {"*": {"*": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4 over n and d: where antipodal formations dominate"
-    rules: ClassVar[tuple] = (cap_above_horizon, at_least_one_layer, _two_eps_at_least,
+    rules: ClassVar[tuple] = (cap_above_horizon, depth_in_range, _two_eps_at_least,
                               layer_rule)
     row_type: ClassVar[type] = DominanceRow
     figure_needs: ClassVar = (_formation_laws,)  # the edges' linear thresholds

@@ -21,8 +21,8 @@ from ._monte_carlo import (
     AbstractScaledHorizonSpec,
     Method,
     Simulation,
-    at_least_one_layer,
     cap_above_horizon,
+    depth_in_range,
     layer_rule,
 )
 from ._report import table
@@ -67,7 +67,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
     command: ClassVar[str] = "hybrid"
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
-    rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, at_least_one_layer,
+    rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, depth_in_range,
                               layer_rule)
     unused: ClassVar = {"method": {"exact": (*SAMPLING, "horizon_scale", "max_horizon")}}
     law_only: ClassVar = {"method": "exact"}

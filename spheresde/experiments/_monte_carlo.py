@@ -90,11 +90,22 @@ def _say_no_equilibria(name: str, norm: str) -> None:
         name, norm)
 
 
-def at_least_one_layer(spec: AbstractMonteCarloSpec) -> str | None:
+MOST_LAYERS = 10**7
+"""The most layers (steps) a trajectory may take: ``round(T L)`` above it is refused
+before any work (a horizon of 1e308 would overflow the count)."""
+
+
+def depth_in_range(spec: AbstractMonteCarloSpec) -> str | None:
     """A rule of the Monte Carlo specs: the horizon is at least one layer,
-    ``round(T L) >= 1`` (a spec without Monte Carlo does not use it, so it is unchecked)."""
+    ``round(T L) >= 1``, and the longest point's horizon at most :data:`MOST_LAYERS`
+    layers (a spec without Monte Carlo does not use them, so they are unchecked)."""
     if not spec.monte_carlo():
         return None
+    depth = spec.longest_horizon() * spec.layers
+    if not depth <= MOST_LAYERS:  # inf too
+        return (f"{spec.horizon_label()} with `layers={spec.layers}` is {depth:.3g} layers a "
+                f"trajectory, more than {MOST_LAYERS:.0e}; give a shorter horizon or fewer "
+                "`layers`")
     try:
         network_depth(spec.horizon, spec.layers)
     except ValueError:
@@ -132,6 +143,11 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
     @abc.abstractmethod
     def horizon_label(self) -> str:
         """The horizon as reports print it, ``T = 50``."""
+
+    @abc.abstractmethod
+    def longest_horizon(self) -> float:
+        """The longest depth-time horizon of the points, before rounding to whole layers
+        (inf if it overflows)."""
 
     def monte_carlo(self) -> bool:
         """Whether the points are simulated (not when a field has its :attr:`law_only`
@@ -190,6 +206,10 @@ class AbstractFixedHorizonSpec(AbstractMonteCarloSpec):
         """``T = 50``."""
         return f"T = {self.horizon:g}"
 
+    def longest_horizon(self) -> float:
+        """``horizon``, every point's."""
+        return self.horizon
+
 
 HORIZON_SCALE = {
     "help": "c in the horizon T(eps) = max(T, c / eps^2) of a point: the relaxation time "
@@ -205,25 +225,37 @@ def scaled_horizon(horizon: float, scale: float, cap: float, eps: float, layers:
 
     With ``scale`` 0 it is the fixed ``horizon`` (rounded as the simulators round it).
     """
-    wanted = scale / eps**2 if scale > 0 else 0.0
+    return reached_horizon(_wanted_horizon(horizon, scale, cap, eps), layers)
+
+
+def _wanted_horizon(horizon: float, scale: float, cap: float, eps: float) -> float:
+    """:func:`scaled_horizon` before the rounding to whole layers (inf if c / eps^2
+    overflows)."""
+    wanted = scale / eps / eps if scale > 0 else 0.0  # eps**2 would underflow to 0
     if cap > 0:
         wanted = min(wanted, cap)
-    return reached_horizon(max(horizon, wanted), layers)
+    return max(horizon, wanted)
 
 
 class AbstractScaledHorizonSpec(AbstractMonteCarloSpec):
     """The horizon rule of the hybrid sweeps (``hybrid``, ``dominance``): a point at noise
     ``eps`` runs to :func:`scaled_horizon`, for a spec with the fields ``horizon``,
     ``horizon_scale``, ``max_horizon`` and ``layers`` (declared by each final spec, in its
-    own order: the CSV columns and the resume identity follow that order)."""
+    own order: the CSV columns and the resume identity follow that order), and ``eps``."""
 
     horizon_scale: AbstractVar[float]
     max_horizon: AbstractVar[float]
+    eps: AbstractVar[tuple[float, ...]]
 
     def point_horizon(self, eps: float) -> float:
         """The horizon simulated at noise ``eps`` (:func:`scaled_horizon`)."""
         return scaled_horizon(self.horizon, self.horizon_scale, self.max_horizon, eps,
                               self.layers)
+
+    def longest_horizon(self) -> float:
+        """The horizon at the smallest ``eps``, before rounding."""
+        return _wanted_horizon(self.horizon, self.horizon_scale, self.max_horizon,
+                               min(self.eps))
 
     def shortened(self, steps: int) -> AbstractScaledHorizonSpec:
         """The spec with the fixed horizon of ``steps`` layers (``horizon_scale`` 0)."""
@@ -247,14 +279,15 @@ def cap_above_horizon(spec) -> str | None:
 __all__ = [
     "HORIZON_SCALE",
     "MAX_HORIZON",
+    "MOST_LAYERS",
     "SAMPLING",
     "AbstractFixedHorizonSpec",
     "AbstractMonteCarloSpec",
     "AbstractScaledHorizonSpec",
     "Method",
     "Simulation",
-    "at_least_one_layer",
     "cap_above_horizon",
+    "depth_in_range",
     "layer_rule",
     "scaled_horizon",
 ]

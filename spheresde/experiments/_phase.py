@@ -23,7 +23,7 @@ from ._monte_carlo import (
     AbstractFixedHorizonSpec,
     Method,
     Simulation,
-    at_least_one_layer,
+    depth_in_range,
     layer_rule,
 )
 from ._report import pm, table
@@ -100,7 +100,7 @@ class PhaseSpec(AbstractFixedHorizonSpec):
     unused: ClassVar = {"method": {"exact": SAMPLING}}
     law_only: ClassVar = {"method": "exact"}
     label: ClassVar[str] = "{name} ({method})"
-    rules: ClassVar[tuple] = (at_least_one_layer, _finite_horizon_betas, layer_rule)
+    rules: ClassVar[tuple] = (depth_in_range, _finite_horizon_betas, layer_rule)
     row_type: ClassVar[type] = PhaseRow
     axes: ClassVar[dict[str, str]] = {"d": "dims", "beta": "betas"}
     report_rank: ClassVar[int] = 30

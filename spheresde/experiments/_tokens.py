@@ -16,7 +16,7 @@ from ._monte_carlo import (
     NETWORK_STREAMS,
     AbstractFixedHorizonSpec,
     Simulation,
-    at_least_one_layer,
+    depth_in_range,
     layer_rule,
 )
 from ._report import pm, table
@@ -49,7 +49,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     command: ClassVar[str] = "tokens"
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
-    rules: ClassVar[tuple] = (at_least_one_layer, layer_rule)
+    rules: ClassVar[tuple] = (depth_in_range, layer_rule)
     row_type: ClassVar[type] = TokensRow
     label: ClassVar[str] = "{name} ({method})"
     axes: ClassVar[dict[str, str]] = {"tokens": "tokens", "beta": "betas"}

@@ -3,9 +3,10 @@
 - :mod:`._params`: a spec's fields (:func:`param`, their types, checks and spelling);
 - :mod:`._specs`: the abstract specs and equinox's rule for them, :func:`run` and
   :func:`plan` (which ask the spec);
-- :mod:`._store`: a sweep's files (CSV, JSON metadata with digests, the chunk cache),
-  :mod:`._lock` (one writer), :mod:`._chunks` (chunk sizes and seeds, the cache of
-  finished chunks), :mod:`._files` (atomic writes);
+- :mod:`._store`: a sweep's records (its points and chunks, with digests) and its CSV
+  and JSON, :mod:`._database` (the output directory's SQLite store), :mod:`._lock` (one
+  writer per directory), :mod:`._chunks` (chunk sizes and seeds, the cache of finished
+  chunks), :mod:`._files` (atomic writes);
 - :mod:`._driver`: the loop that fills a store, with its progress bar, and the run
   options; :mod:`._executors`: where chunks run (this process, Dask);
 - :mod:`._planning`: ``--dry-run``, what a run would compute and how long it would take.

@@ -1,13 +1,14 @@
 """The sweep driver: run a sweep's grid into its store, on the executor asked for.
 
 :func:`run_chunked` runs a chunked spec (:class:`~._specs.AbstractChunkedSpec`): it opens
-its :class:`~._store.Sweep` (its CSV, JSON and chunk cache), computes the missing chunks
-on the executor that :class:`RunOptions` asks for (:mod:`~._executors`) and draws the
-figure; :func:`run_points` does the same for the whole points of an
+its :class:`~._store.Sweep`, computes the missing chunks on the executor that
+:class:`RunOptions` asks for (:mod:`~._executors`) and draws the figure;
+:func:`run_points` does the same for the whole points of an
 :class:`~._specs.AbstractPointSpec`, in this process. Both run one loop,
-:func:`compute_chunks`: the pending points and chunks, the progress bar, a save after
-every finished point or chunk. Every run returns an :class:`AbstractResult`. The
-specs call these functions (their ``run``); nothing here asks which class a spec is.
+:func:`compute_chunks`: the pending points and chunks, the progress bar, each finished
+point or chunk stored at once, and the CSV and JSON written when the loop ends or
+stops. Every run returns an :class:`AbstractResult`. The specs call these functions
+(their ``run``); nothing here asks which class a spec is.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ._chunks import Counts, chunk_sizes
 from ._executors import executor_for
-from ._params import BadParameters
+from ._params import LARGEST_INT, BadParameters
 from ._store import ParameterMismatch, R, Sweep, open_store
 
 
@@ -55,6 +56,10 @@ class SweepResult(AbstractResult, Generic[R]):
         return [f"wrote {self.csv}, {self.json} and {self.png}"]
 
 
+MOST_WORKERS = 1024
+"""The most worker processes of a local Dask cluster (more would not start in time)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How to run a sweep (never what: none of it changes a number except ``chunk_size``,
@@ -63,10 +68,11 @@ class RunOptions:
     ``chunk_size``: trajectories per chunk; ``workers``: run the chunks on a
     ``dask.distributed`` LocalCluster of that many worker processes (0: in this
     process); ``scheduler``: the address of an existing Dask scheduler instead;
-    ``wait``: wait for another process writing the same sweep instead of refusing;
-    ``prune``: drop the stored points outside the requested grid instead of refusing.
-    The planner (``--dry-run``) reads the same options. The command line builds these
-    options, so that their checks (``workers`` with ``scheduler``) are this class's only.
+    ``wait``: wait for another process writing into the same directory instead of
+    refusing; ``prune``: drop the stored points outside the requested grid instead of
+    refusing. The planner (``--dry-run``) reads the same options. The command line builds
+    these options, so that their checks (``workers`` with ``scheduler``, the ranges of
+    ``chunk_size`` and ``workers``) are this class's only.
     """
 
     quiet: bool = False
@@ -78,6 +84,11 @@ class RunOptions:
     prune: bool = False
 
     def __post_init__(self):
+        if not 1 <= self.chunk_size <= LARGEST_INT:
+            raise BadParameters(f"`chunk_size={self.chunk_size}` must be in [1, 2^53]")
+        if not 0 <= self.workers <= MOST_WORKERS:
+            raise BadParameters(f"`workers={self.workers}` must be in [0, {MOST_WORKERS}] "
+                                "(a local cluster of one process a worker)")
         if self.workers and self.scheduler is not None:
             raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
                                 "an existing one: give one of them")
@@ -219,37 +230,35 @@ def _compute(sweep: Sweep, points, chunks, chunk, finish, *, executor, quiet, de
 
     def stamp() -> None:
         record["wall_time_s"] = round(time.perf_counter() - start, 3)
-        sweep.stamp()
 
     def complete(point: dict[str, Any]) -> None:
         key = sweep.key(point)
         pieces = results.pop(key)
         sweep.keep(point, finish(point, [pieces[k] for k in range(needed[key])]))
-        record["points_computed"] += 1
 
-    with tqdm(total=total, initial=total - len(tasks), desc=desc or sweep.name,
-              disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
-        for point in pending:  # every chunk already stored (or none needed)
-            if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
-                complete(point)
+    try:
+        with tqdm(total=total, initial=total - len(tasks), desc=desc or sweep.name,
+                  disable=quiet, unit="chunk", dynamic_ncols=True) as bar:
+            for point in pending:  # every chunk already stored (or none needed)
+                if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
+                    stamp()
+                    complete(point)
+            done = (((task, chunk(*task)) for task in tasks) if executor is None
+                    else executor.map_unordered(chunk, tasks))
+            for (point, k), value in done:
+                key = sweep.key(point)
+                results[key][k] = value
+                record["chunks_computed"] += 1
+                stamp()
+                if len(results[key]) == needed[key]:
+                    complete(point)
+                else:
+                    sweep.save_chunk(point, k, value)
+                bar.update()
+        record["finished"] = True
+    finally:  # the CSV and JSON of what is stored, whether the run ended or stopped
         stamp()
-        sweep.save(order)
-        done = (((task, chunk(*task)) for task in tasks) if executor is None
-                else executor.map_unordered(chunk, tasks))
-        for (point, k), value in done:
-            key = sweep.key(point)
-            results[key][k] = value
-            record["chunks_computed"] += 1
-            stamp()
-            if len(results[key]) == needed[key]:
-                complete(point)
-                sweep.save(order)
-            else:
-                sweep.save_chunk(point, k, value)
-            bar.update()
-    stamp()
-    record["finished"] = True
-    sweep.save(order, finished=True)
+        sweep.export(order, finished=record["finished"])
     return sweep.rows_in(order)
 
 

@@ -8,13 +8,15 @@ class ParameterMismatch(Exception):
 
 
 class StoreLocked(ParameterMismatch):
-    """Another process is writing the same sweep; the message names it."""
+    """Another process is writing into the same output directory; the message names it
+    and its sweep."""
 
 
 class CorruptStore(ParameterMismatch):
-    """A stored CSV or JSON fails its check; the message names the file, the row and what
-    to do."""
+    """The directory's store, or a stored CSV or JSON, fails its check; the message names
+    the file, the row or point and what to do."""
 
 
 class StoreWarning(UserWarning):
-    """A damaged chunk cache was discarded (its chunks are computed again)."""
+    """A damaged chunk cache, or one without digests, was discarded (its chunks are
+    computed again)."""

@@ -7,7 +7,13 @@ of strings (choices), ``tuple[int, ...]`` (a list ``4,5,6``), ``tuple[float, ...
 list ``0.5,1,2`` or a range ``start:stop:num``) and a tuple of a ``Literal`` (several
 choices, ``a,b``). Values are coerced to the declared type on construction, so
 ``PhaseSpec(betas=(1, 2))`` and ``PhaseSpec(betas=(1.0, 2.0))`` are the same spec (and
-seed the same random numbers).
+seed the same random numbers); ``-0.0`` is coerced to ``0.0``, which it equals, so that
+it is stored, keyed and seeded as ``0.0``.
+
+Every number is checked for range before any work (:func:`problem`): floats are finite,
+integers at most :data:`LARGEST_INT` in size, and each field's own check bounds it
+further; rules of a spec bound what fields give together (the layers of a trajectory,
+the chunks of a point).
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ._spelling import format_value
+
+LARGEST_INT = 2**53
+"""The largest integer a field takes: float64, JSON readers and NumPy's int64 keep every
+integer up to it exactly (larger ones overflow, or are rounded, somewhere downstream)."""
 
 Check = Callable[[Any], "str | None"]
 Section = tuple[str, list[tuple[str, str]]]
@@ -95,7 +105,7 @@ class FieldKind:
             if isinstance(value, bool) or int(value) != value:
                 raise TypeError(f"expected an integer, got {value!r}")
             return int(value)
-        return float(value)
+        return float(value) + 0.0  # -0.0 + 0.0 is 0.0
 
     def parse(self, text: str) -> Any:
         """Parse command-line text: a number, a choice, or a list / range for tuples."""
@@ -172,6 +182,8 @@ def problem(kind: FieldKind, check: Check | None, value: Any) -> str | None:
             return f"{v!r} is not one of {', '.join(kind.choices)}"
         if isinstance(v, float) and not math.isfinite(v):
             return f"{v!r} is not a finite number"
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > LARGEST_INT:
+            return f"{v} is too large (at most 2^53 = {LARGEST_INT})"
         message = check(v) if check is not None else None
         if message:
             return f"{format_value(v)!r} {message}"
@@ -200,6 +212,7 @@ class SpecField:
 
 
 __all__ = [
+    "LARGEST_INT",
     "BadParameters",
     "FieldKind",
     "Section",

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ._chunks import chunk_sizes
+from ._database import STORE
 from ._store import ParameterMismatch, open_store
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
@@ -71,7 +72,8 @@ def stored_points(spec: Any, out: Path, name: str, points: list[dict],
     """Indices of the points stored in ``out``, stored chunk counts of the others, and the
     refusal a run would meet (None: none), read without the lock; nothing is stored with
     ``overwrite`` (and nothing is created when nothing is stored)."""
-    if options.overwrite or not any((out / f"{name}.{ext}").exists() for ext in ("json", "csv")):
+    if options.overwrite or not any(path.exists() for path in (
+            out / STORE, out / f"{name}.json", out / f"{name}.csv")):
         return set(), {}, None
     try:
         sweep = open_store(spec, out, name, options, lock=False)

@@ -1,12 +1,18 @@
-"""The resumable store of a sweep: one CSV row per grid point (or several), written atomically.
+"""The resumable store of a sweep: one typed row per grid point (or several), each
+finished point appended to a database, the CSV written from it once a run ends.
 
-A sweep lives in an output directory as ``NAME.csv`` (the results, one typed row per
-grid point, see :class:`Sweep`) and ``NAME.json``
-(metadata: package version, every parameter, the seed, and one record per run with its
-wall time and how many grid points it computed). Each finished grid point rewrites the
-whole CSV through a temporary file and :func:`os.replace`, so an interrupted sweep
-(Ctrl-C, a killed process, a power cut) leaves either the old or the new file, never a
-torn one. Re-running with the same parameters computes only the missing points.
+A sweep ``NAME`` in an output directory is kept in the directory's store (the hidden
+SQLite database ``.spheresde.sqlite``, :mod:`~._database`, shared by the sweeps of the
+directory): its metadata (package version, every parameter, the seed), one record per
+run (wall time, grid points and chunks computed), its finished points (their CSV lines)
+and the finished chunks of its unfinished points. A finished point is one transaction,
+atomic and durable, whose cost does not grow with the grid; a crash at any instant
+(Ctrl-C, a killed process, a power cut) loses at most the point or chunk in flight.
+When a run ends, normally or not (an exception, Ctrl-C), the store is written out as
+``NAME.csv`` (the rows, points in grid order, see :class:`Sweep`) and ``NAME.json`` (the
+metadata, the runs and a CRC-32 digest of every point's CSV lines), each in one step; a
+killed run leaves them as the previous run wrote them, and the next run writes them
+again. Re-running with the same parameters computes only the missing points.
 
 The identity of a sweep is every parameter except its grid axes: the same command with
 one more beta computes only the new points; a grid without some stored points refuses
@@ -15,22 +21,28 @@ value of a non-grid parameter (the horizon, the seed, ...) refuses
 (:class:`ParameterMismatch`) unless told to overwrite, and overwriting replaces a store
 only when its parameters differ, so an interrupted overwriting run resumes.
 
-**Checks.** Whatever is read back is checked first. ``NAME.json`` records a CRC-32
-digest of every point's CSV lines (``digests``; written before the CSV, so that a crash
-between the two leaves at most a digest of a point still to compute), and a stored
-sweep is refused (:class:`CorruptStore`, one line naming the file, the row and what to
-do) when its JSON is not a sweep's metadata or when a CSV row has another header, a
-field that does not parse as its type, another value of an echoed parameter or of a
-field the sweep fixes (``expect``), a point repeated, or lines that do not match their
-digest. A sweep stored before digests existed is read with every check but the last.
-Chunk records are checked by the experiment's own rule (lengths, non-negative counts
-that sum to the chunk's size); a chunk cache that fails is only a cache: it is
-discarded with one :class:`StoreWarning` and its chunks are computed again.
+**Files written before the store.** A sweep that the directory's store does not hold but
+whose ``NAME.csv`` and ``NAME.json`` are there (written by an earlier version of the
+package, which rewrote both after every point, or copied from another directory) is
+read from them and moved into the store, then resumed; its chunk cache
+``NAME.chunks.json``, which carries no digests, is discarded with one
+:class:`StoreWarning` and its chunks computed again (an edited chunk could not be told
+from a genuine one).
 
-**One writer.** Opening a sweep to write takes an advisory lock (:func:`fcntl.flock`)
-on ``NAME.lock`` in the output directory, which records the holder (process id, host,
-start time); the operating system releases it when the process ends, however it ends,
-so a killed run leaves no stale lock. A second writer of the same sweep is refused
+**Checks.** Whatever is read back is checked first, and a sweep that fails is refused
+(:class:`CorruptStore`, one line naming the file, what is wrong and what to do): a
+store that SQLite cannot read, or a record whose text does not match its digest; a
+metadata that is not a sweep's; rows with another header, a field that does not parse
+as its type, another value of an echoed parameter or of a field the sweep fixes
+(``expect``), a point repeated, or, in a ``NAME.csv``, lines that do not match their
+digest in ``NAME.json`` (a pair written before digests existed is read with every check
+but that one). Each stored chunk keeps a digest of its counts too, and its counts are
+checked by the experiment's own rule (lengths, non-negative counts that sum to the
+chunk's size); a chunk cache that fails is only a cache: it is discarded with one
+:class:`StoreWarning` and its chunks are computed again.
+
+**One writer.** Opening a sweep to write takes the lock of its output directory
+(:mod:`~._lock`); a second process writing any sweep into the same directory is refused
 (:class:`StoreLocked`, naming the holder) or waits for it. Several jobs therefore run
 side by side in separate output directories, or as one job with several workers.
 
@@ -42,10 +54,9 @@ row is computed from the counts of its chunks summed in chunk order; so a point'
 numbers do not depend on which process, machine or executor ran which chunk, nor in
 which order, and are identical to the last digit (on the same kind of device). The
 chunk size is part of the sweep's identity (another chunk size means other random
-streams, so other numbers). Finished chunks of unfinished points are kept in
-``NAME.chunks.json`` (atomically, after every chunk), so a killed run loses at most the
-chunks in flight. The submitting process is the only writer of all three files; a
-chunk cache of a finished point (left by a crash) is ignored.
+streams, so other numbers). Each finished chunk of an unfinished point is stored at
+once, so a killed run loses at most the chunks in flight; the submitting process is the
+only writer; the chunks of a point are removed in the transaction that stores its rows.
 """
 
 from __future__ import annotations
@@ -56,14 +67,15 @@ import io
 import json
 import os
 import typing
-import zlib
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ._chunks import ChunkCache, Counts
-from ._errors import CorruptStore, ParameterMismatch
+from ._database import STORE, Database, digest
+from ._errors import CorruptStore, ParameterMismatch, StoreWarning
 from ._files import atomic_write_text
 from ._lock import WriterLock
 from ._spelling import format_value
@@ -110,27 +122,30 @@ R = TypeVar("R")
 
 
 class Sweep(Generic[R]):
-    """A grid of points computed into ``out/NAME.csv`` with metadata ``out/NAME.json``.
+    """A grid of points stored in the output directory ``out`` (its store, then
+    ``NAME.csv`` and ``NAME.json``; see the module docstring).
 
     Rows are typed: ``row_type`` is a dataclass whose first fields are the grid
     coordinates (``key_columns``); :func:`~._driver.compute_chunks` returns instances of
     it, and a resumed sweep reads the stored rows back into the same type (floats
     round-trip exactly).
-    A point may give several rows (a training run: one row per epoch); they are saved
+    A point may give several rows (a training run: one row per epoch); they are stored
     together when the point is finished, and a resumed sweep skips the point.
 
-    Opening a sweep takes its lock (unless ``lock=False``: read only) and checks what
-    is stored (see the module docstring); the driver (:func:`~._driver.compute_chunks`) releases
-    the lock when it ends, :meth:`close` (or leaving a ``with`` block) otherwise. The
-    store keeps the files, their digests and the lock; the loop that fills it is the
-    driver's.
+    Opening a sweep takes the directory's lock (unless ``lock=False``: read only) and
+    checks what is stored (see the module docstring); the driver
+    (:func:`~._driver.compute_chunks`) writes the CSV and JSON (:meth:`export`) and
+    releases the lock when it ends, :meth:`close` (or leaving a ``with`` block)
+    otherwise. The store keeps the records, their digests and the lock; the loop that
+    fills it is the driver's.
 
     Parameters
     ----------
     out
         Output directory (created if missing).
     name
-        File stem of the CSV, the JSON and (by convention) the figure.
+        File stem of the CSV, the JSON and (by convention) the figure; the sweep's name
+        in the directory's store.
     params
         Every parameter that changes the results, JSON-serializable; compared with the
         stored ones on reopening (except the ``grid`` ones).
@@ -156,7 +171,8 @@ class Sweep(Generic[R]):
         Row fields with the value every stored row must have (e.g. the trajectories
         behind a point's fractions).
     lock
-        Take the sweep's lock (:class:`StoreLocked` if another process holds it).
+        Take the directory's lock (:class:`StoreLocked` if another process holds it)
+        to write; without it the sweep is read, and nothing is written.
     wait
         Wait for another writer to finish instead of refusing.
     """
@@ -183,8 +199,9 @@ class Sweep(Generic[R]):
         self.name = name
         self.csv_path = self.out / f"{name}.csv"
         self.meta_path = self.out / f"{name}.json"
-        self.chunks_path = self.out / f"{name}.chunks.json"
-        self.lock_path = self.out / f"{name}.lock"
+        # what earlier versions kept beside these two: read once, then removed
+        self.legacy_chunks_path = self.out / f"{name}.chunks.json"
+        self.legacy_lock_path = self.out / f"{name}.lock"
         self.params = _normalized(params)
         self.grid = tuple(grid)
         self.row_type = row_type
@@ -195,7 +212,7 @@ class Sweep(Generic[R]):
         self.columns = [*self.readers, *self.echo]
         self.key_columns = list(key_columns)
         self.rows: dict[tuple[str, ...], list[R]] = {}
-        self.cache = ChunkCache(self.chunks_path, len(self.key_columns))
+        self.cache = ChunkCache()
         self.meta: dict[str, Any] = {
             "sweep": name,
             "package": PACKAGE,
@@ -207,15 +224,25 @@ class Sweep(Generic[R]):
             "runs": [],
             **(meta or {}),
         }
-        self._lock = WriterLock(self.lock_path, self.csv_path, wait=wait) if lock else None
+        self._record: dict[str, Any] | None = None
+        self._lock = WriterLock(self.out, name, wait=wait) if lock else None
+        self._db: Database | None = None
         try:
+            if lock or (self.out / STORE).exists():
+                self._db = Database(self.out, write=lock)
             self._open(overwrite)
         except BaseException:
             self.close()
             raise
+        if not lock:  # everything is read: let go of the database at once
+            self.close()
 
     def close(self) -> None:
-        """Release the lock (the files are already saved); idempotent."""
+        """Close the store and release the lock (the records are already stored);
+        idempotent."""
+        if self._db is not None:
+            db, self._db = self._db, None
+            db.close()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -229,14 +256,15 @@ class Sweep(Generic[R]):
     # ------------------------------------------------------------------ reading
 
     def _open(self, overwrite: bool) -> None:
+        in_store = self._db is not None and self._db.meta(self.name) is not None
         try:
-            stored = self._load_meta()
+            stored = self._stored_meta() if in_store else self._load_meta()
         except CorruptStore:
             if not overwrite:
                 raise
             stored = None
         if stored is None:
-            if self.csv_path.exists() and not overwrite:
+            if self.csv_path.exists() and not in_store and not overwrite:
                 raise ParameterMismatch(
                     f"{self.csv_path} exists without its metadata {self.meta_path.name}; "
                     "pass `overwrite=True` to replace it"
@@ -253,25 +281,61 @@ class Sweep(Generic[R]):
             self._discard()
             return
         try:
-            self._load_rows(stored["columns"], stored.get("digests"))
+            if in_store:
+                self._load_points(stored["columns"])
+            else:
+                self._load_rows(stored["columns"], stored.get("digests"))
         except CorruptStore:
             if not overwrite:
                 raise
-            self.rows = {}
             self._discard()
             return
         self.meta["runs"] = stored["runs"]
-        self.cache.load()
+        if in_store:
+            self._load_chunks()
+        elif self.legacy_chunks_path.exists():
+            self._warn(self.legacy_chunks_path, "a chunk cache written before chunks had "
+                       "digests cannot be checked; it is discarded and its chunks are "
+                       "computed again")
+        if self._lock is not None and (not in_store or stored["columns"] != self.columns):
+            self._adopt(in_store)
+
+    def _adopt(self, in_store: bool) -> None:
+        """Move the sweep of files written before the store into it (its metadata, runs
+        and points, spelled in today's columns, with their digests), or spell its points
+        again in today's columns (a defaulted column was added since)."""
+        with self._db.transaction() as db:
+            db.put_meta(self.name, self._meta_text())
+            if not in_store:
+                for number, record in enumerate(self.meta["runs"]):
+                    db.put_run(self.name, number, json.dumps(record))
+            db.put_points(self.name, ((_key_text(k), self._lines_text(k)) for k in self.rows))
+        self.legacy_chunks_path.unlink(missing_ok=True)
+        self.legacy_lock_path.unlink(missing_ok=True)
 
     def _discard(self) -> None:
-        """Start afresh: the old table and chunks go first, so that a crash before the
-        first save leaves no table of other parameters beside new metadata."""
-        self.csv_path.unlink(missing_ok=True)
-        self.chunks_path.unlink(missing_ok=True)
+        """Start afresh: the old files and records go, so that a crash before the first
+        run is stored leaves no table of other parameters beside new metadata (the
+        metadata is stored with the first run, :meth:`start_run`)."""
+        self.rows = {}
+        if self._lock is None:  # read only: nothing stored, nothing removed
+            return
+        for path in (self.csv_path, self.meta_path, self.legacy_chunks_path,
+                     self.legacy_lock_path):
+            path.unlink(missing_ok=True)
+        with self._db.transaction() as db:
+            db.forget(self.name)
 
     def _refuse(self, path: Path, what: str) -> CorruptStore:
+        """A file of this sweep fails its check: ``what`` is wrong with it."""
         return CorruptStore(f"{path}: {what}; restore the file, or pass `overwrite=True` to "
                             "compute the sweep afresh")
+
+    def _refuse_record(self, what: str) -> CorruptStore:
+        """A record of this sweep in the store fails its check: ``what`` is wrong with it
+        (its text follows the sweep's name)."""
+        return CorruptStore(f"{self._db.path}: the sweep '{self.name}'{what}; pass "
+                            "`overwrite=True` to compute it afresh")
 
     def _identity(self, params: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k not in self.grid}
@@ -283,7 +347,20 @@ class Sweep(Generic[R]):
                      if f.default is not dataclasses.MISSING}
         return stored in (self.columns, [c for c in self.columns if c not in defaulted])
 
+    def _stored_meta(self) -> dict[str, Any]:
+        """The sweep's metadata and runs as the store holds them."""
+        try:
+            stored = json.loads(self._db.meta(self.name))
+            runs = [json.loads(record) for record in self._db.runs(self.name)]
+        except ValueError as err:
+            raise self._refuse_record(f" has metadata that is not valid JSON ({err})") from None
+        if not isinstance(stored, dict) or not all(isinstance(r, dict) for r in runs):
+            raise self._refuse_record(" has metadata that is not a sweep's")
+        return self._checked_meta({**stored, "runs": runs},
+                                  lambda what: self._refuse_record(f"'s metadata: {what}"))
+
     def _load_meta(self) -> dict[str, Any] | None:
+        """The metadata of ``NAME.json`` (None if there is none)."""
         if not self.meta_path.exists():
             return None
         try:
@@ -293,14 +370,19 @@ class Sweep(Generic[R]):
         if not isinstance(stored, dict):
             raise self._refuse(self.meta_path, f"a JSON {type(stored).__name__}, not the "
                                                "metadata of a sweep")
-        for key, kind in (("params", dict), ("runs", list), ("columns", list)):
-            if not isinstance(stored.get(key), kind):
-                raise self._refuse(self.meta_path, f"'{key}' is missing or not a JSON "
-                                                   f"{'object' if kind is dict else 'list'}")
         digests = stored.get("digests")
         if digests is not None and not (
                 isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values())):
             raise self._refuse(self.meta_path, "'digests' is not an object of digests")
+        return self._checked_meta(stored, lambda what: self._refuse(self.meta_path, what))
+
+    @staticmethod
+    def _checked_meta(stored: dict[str, Any],
+                      refuse: Callable[[str], CorruptStore]) -> dict[str, Any]:
+        for key, kind in (("params", dict), ("runs", list), ("columns", list)):
+            if not isinstance(stored.get(key), kind):
+                raise refuse(f"'{key}' is missing or not a JSON "
+                             f"{'object' if kind is dict else 'list'}")
         return stored
 
     def _mismatch_message(self, stored_meta: dict[str, Any]) -> str:
@@ -319,9 +401,34 @@ class Sweep(Generic[R]):
             f"({details or 'different columns'}); use another `out` or pass `overwrite=True`"
         )
 
+    def _row(self, columns: list[str], values: list[str],
+             refuse: Callable[[str], CorruptStore]) -> tuple[tuple[str, ...], R]:
+        """The key and typed row of one stored line (its fields as text, in the stored
+        ``columns``), checked (see the module docstring); ``refuse(what)`` puts the line's
+        place before ``what``."""
+        if len(values) != len(columns):
+            raise refuse(f" has {len(values)} fields, not {len(columns)}")
+        text = dict(zip(columns, values, strict=True))
+        fields = {}
+        for column, read in self.readers.items():
+            if column not in text:  # a defaulted column added after this sweep
+                continue
+            try:
+                fields[column] = read(text[column])
+            except (TypeError, ValueError):
+                raise refuse(f": {column} = {text[column]!r} does not parse") from None
+        for column, value in self.echo.items():
+            if text[column] != value:
+                raise refuse(f": {column} = {text[column]!r}, but the sweep's is {value!r}")
+        for column, value in self.expect.items():
+            if fields[column] != value:
+                raise refuse(f": {column} = {text[column]!r}, but the sweep's is "
+                             f"{format_value(value)!r}")
+        return self.key(fields), self.row_type(**fields)
+
     def _load_rows(self, columns: list[str], digests: dict[str, str] | None) -> None:
-        """Read the stored rows, checking each (see the module docstring); ``columns`` are
-        the stored ones (:meth:`_same_columns`)."""
+        """Read the rows of ``NAME.csv``, checking each (see the module docstring);
+        ``columns`` are the stored ones (:meth:`_same_columns`)."""
         if not self.csv_path.exists():
             return
         path = self.csv_path
@@ -337,29 +444,8 @@ class Sweep(Generic[R]):
         previous = None
         for number, values in enumerate(table[1:], start=2):
             where = f"row {number}"
-            if len(values) != len(columns):
-                raise self._refuse(path, f"{where} has {len(values)} fields, not "
-                                         f"{len(columns)}")
-            text = dict(zip(columns, values, strict=True))
-            fields = {}
-            for column, read in self.readers.items():
-                if column not in text:  # a defaulted column added after this sweep
-                    continue
-                try:
-                    fields[column] = read(text[column])
-                except (TypeError, ValueError):
-                    raise self._refuse(path, f"{where}: {column} = {text[column]!r} does "
-                                             "not parse") from None
-            row = self.row_type(**fields)
-            for column, value in self.echo.items():
-                if text[column] != value:
-                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
-                                             f"sweep's is {value!r}")
-            for column, value in self.expect.items():
-                if fields[column] != value:
-                    raise self._refuse(path, f"{where}: {column} = {text[column]!r}, but the "
-                                             f"sweep's is {format_value(value)!r}")
-            key = self.key(fields)
+            key, row = self._row(columns, values,
+                                 lambda what, where=where: self._refuse(path, where + what))
             if key in lines and (key != previous or values in lines[key]):
                 raise self._refuse(path, f"{where} repeats the point "
                                          f"{self._describe(key)}")
@@ -369,13 +455,69 @@ class Sweep(Generic[R]):
         if digests is None:  # a sweep stored before digests existed
             return
         for key, values in lines.items():
-            digest = digests.get("|".join(key))
-            if digest is None:
+            digest_of_key = digests.get("|".join(key))
+            if digest_of_key is None:
                 raise self._refuse(path, f"the point {self._describe(key)} is not recorded "
                                          f"in {self.meta_path.name}")
-            if digest != _digest(values):
+            if digest_of_key != _digest(values):
                 raise self._refuse(path, f"the rows of {self._describe(key)} do not match "
                                          f"their digest in {self.meta_path.name}")
+
+    def _load_points(self, columns: list[str]) -> None:
+        """Read the finished points from the store, each checked against its digest and
+        row by row (see the module docstring)."""
+        for key_text, lines_text, stored_digest in self._db.points(self.name):
+            key = _key(key_text)
+            where = (f", point {self._describe(key)}" if len(key) == len(self.key_columns)
+                     else f", point {key_text!r}")
+
+            def refuse(what: str, where: str = where) -> CorruptStore:
+                return self._refuse_record(where + what)
+
+            if digest(lines_text) != stored_digest:
+                raise refuse(": its rows do not match their digest")
+            try:
+                lines = json.loads(lines_text)
+            except ValueError:
+                lines = None
+            if not (isinstance(lines, list) and lines and all(
+                    isinstance(v, list) and all(isinstance(t, str) for t in v) for v in lines)):
+                raise refuse(": its rows are not lists of fields")
+            for values in lines:
+                row_key, row = self._row(columns, values, refuse)
+                if row_key != key:
+                    raise refuse(f" has a row of {self._describe(row_key)}")
+                self.rows.setdefault(key, []).append(row)
+
+    def _load_chunks(self) -> None:
+        """Read the stored chunks, each checked against its digest; a chunk that fails
+        discards them all (:meth:`_drop_chunks`)."""
+        for key, k, counts_text, stored_digest in self._db.chunks(self.name):
+            if digest(counts_text) != stored_digest:
+                self._drop_chunks(f"point {key}, chunk {k}: the counts do not match their "
+                                  "digest")
+                return
+            try:
+                counts = json.loads(counts_text)
+            except ValueError:
+                counts = None
+            if not isinstance(counts, dict):
+                self._drop_chunks(f"point {key}, chunk {k}: the counts are not an object")
+                return
+            self.cache.add(key, k, counts)
+
+    def _warn(self, path: Path, what: str) -> None:
+        warnings.warn(StoreWarning(f"{path}: {what}"), stacklevel=5)
+
+    def _drop_chunks(self, why: str) -> None:
+        """Discard every stored chunk of this sweep, saying ``why`` (one
+        :class:`StoreWarning`): they are computed again."""
+        self._warn(self._db.path, f"a damaged chunk cache of the sweep '{self.name}' "
+                                  f"({why}) is discarded; its chunks are computed again")
+        if self._lock is not None:
+            with self._db.transaction() as db:
+                db.drop_chunks(self.name)
+        self.cache.points = {}
 
     def key(self, point: dict[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[c]) for c in self.key_columns)
@@ -388,71 +530,69 @@ class Sweep(Generic[R]):
         on_grid = {self.key(p) for p in points}
         return [self._describe(k) for k in self.rows if k not in on_grid]
 
-    # ------------------------------------------------------------------ writing
-
-    def _write(self, order: Iterable[tuple[str, ...]]) -> None:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        digests = {}
-        for key in order:
-            values = [[_spell(row[c]) for c in self.readers] + list(self.echo.values())
-                      for row in map(dataclasses.asdict, self.rows.get(key, ()))]
-            if values:
-                writer.writerows(values)
-                digests["|".join(key)] = _digest(values)
-        self.meta["digests"] = digests
-        # the metadata first: a crash before the table leaves a digest of a point still
-        # to compute, never a row without its digest
-        atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
-        atomic_write_text(self.csv_path, buf.getvalue())
-        self.cache.write()
-
-    def _save(self, write: Callable[[], None]) -> None:
-        """``write()``, finished even when Ctrl-C lands in the middle (then re-raised).
-
-        The CSV, the JSON and the chunk file are three files: an interrupt between them
-        would leave the run record one point behind the table.
-        """
-        try:
-            write()
-        except KeyboardInterrupt:
-            write()
-            raise
-
     def is_done(self, point: dict[str, Any]) -> bool:
         """Whether ``point`` has a stored row."""
         return self.key(point) in self.rows
 
     def stored_chunks(self, point: dict[str, Any]) -> dict[int, Counts]:
         """The finished chunks of an unfinished ``point``: chunk index -> counts."""
-        return self.cache.stored("|".join(self.key(point)))
+        return self.cache.stored(_key_text(self.key(point)))
 
-    # ------------------------------------------------------------------ the driver's steps
+    def rows_in(self, order: Iterable[tuple[str, ...]]) -> list[R]:
+        """Every row, the points in ``order``."""
+        return [row for k in order for row in self.rows[k]]
+
+    # ------------------------------------------------------------------ writing
+
+    def _meta_text(self) -> str:
+        """The sweep's metadata as the store keeps it (its runs are records of their own)."""
+        return json.dumps({k: v for k, v in self.meta.items()
+                           if k not in ("runs", "digests", "wall_time_s")}, sort_keys=True)
+
+    def _lines(self, key: tuple[str, ...]) -> list[list[str]]:
+        """The CSV lines of the point ``key``: its fields as text, the echoed ones last."""
+        return [[_spell(row[c]) for c in self.readers] + list(self.echo.values())
+                for row in map(dataclasses.asdict, self.rows[key])]
+
+    def _lines_text(self, key: tuple[str, ...]) -> str:
+        return json.dumps(self._lines(key))
 
     def keep_only(self, points: Sequence[dict[str, Any]], *,
                   prune: bool) -> list[tuple[str, ...]]:
         """Drop the stored rows outside ``points`` (pruned, if any) and the chunks of
-        finished points (a crash between the table and the cache); off the grid,
-        unfinished points keep their chunks unless pruned. The grid's keys, in order."""
+        finished points (none unless a store of an earlier version left them); off the
+        grid, unfinished points keep their chunks unless pruned. The grid's keys, in
+        order."""
         order = [self.key(p) for p in points]
         on_grid = set(order)
-        self.rows = {k: v for k, v in self.rows.items() if k in on_grid}
-        self.cache.points = {k: v for k, v in self.cache.points.items()
-                             if tuple(k.split("|")) not in self.rows
-                             and (not prune or tuple(k.split("|")) in on_grid)}
+        dropped = [k for k in self.rows if k not in on_grid]
+        chunks = [k for k in self.cache.points if _key(k) in self.rows
+                  or (prune and _key(k) not in on_grid)]
+        if dropped or chunks:
+            with self._db.transaction() as db:
+                db.drop_points(self.name, map(_key_text, dropped))
+                db.drop_chunks(self.name, chunks)
+        for k in dropped:
+            del self.rows[k]
+        for k in chunks:
+            del self.cache.points[k]
         return order
 
     def check_chunks(self, needed: dict[tuple[str, ...], int],
                      check: Callable[[dict[str, Any], int, Counts], str | None] | None,
                      points: dict[tuple[str, ...], dict[str, Any]]) -> None:
         """Check the cached chunks of the pending points (by key: their chunk counts and
-        the points themselves); see :meth:`~._chunks.ChunkCache.check`."""
-        self.cache.check({"|".join(k): n for k, n in needed.items()}, check,
-                         {"|".join(k): p for k, p in points.items()})
+        the points themselves); any failure discards them all (see
+        :meth:`~._chunks.ChunkCache.problem`)."""
+        why = self.cache.problem({_key_text(k): n for k, n in needed.items()}, check,
+                                 {_key_text(k): p for k, p in points.items()})
+        if why is not None:
+            self._drop_chunks(why)
 
     def start_run(self, points_total: int, executor: str) -> dict[str, Any]:
-        """A new record of this run in the metadata (the driver fills it in)."""
+        """A new record of this run, stored now with the sweep's metadata (this
+        version's); the driver fills it in, and the store records it again with every
+        point and chunk it stores."""
         record: dict[str, Any] = {
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "points_total": points_total,
@@ -463,15 +603,18 @@ class Sweep(Generic[R]):
             "finished": False,
         }
         self.meta["runs"].append(record)
+        self._record = record
+        with self._db.transaction() as db:
+            db.put_meta(self.name, self._meta_text())
+            self._put_record(db)
         return record
 
-    def stamp(self) -> None:
-        """The sweep's wall time: the sum of its runs'."""
-        self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
+    def _put_record(self, db: Database) -> None:
+        db.put_run(self.name, len(self.meta["runs"]) - 1, json.dumps(self._record))
 
     def keep(self, point: dict[str, Any], made: R | list[R]) -> None:
-        """Take the rows of the finished ``point`` (checked: of the row type, of this
-        point) and forget its chunks; :meth:`save` writes them."""
+        """Store the rows of the finished ``point`` (checked: of the row type, of this
+        point), counted in this run's record, and forget its chunks: one transaction."""
         key = self.key(point)
         rows = made if isinstance(made, list) else [made]
         if not rows:
@@ -482,32 +625,75 @@ class Sweep(Generic[R]):
                                 f"or a list of them, got {type(row).__name__}")
             if self.key(dataclasses.asdict(row)) != key:
                 raise ValueError(f"compute({point}) returned the row of another point")
+        self._record["points_computed"] += 1
         self.rows[key] = rows
-        self.cache.points.pop("|".join(key), None)
+        try:
+            with self._db.transaction() as db:
+                db.put_points(self.name, [(_key_text(key), self._lines_text(key))])
+                db.drop_chunks(self.name, [_key_text(key)])
+                self._put_record(db)
+        except BaseException:  # not stored: not kept either
+            del self.rows[key]
+            self._record["points_computed"] -= 1
+            raise
+        self.cache.points.pop(_key_text(key), None)
 
-    def save(self, order: Iterable[tuple[str, ...]], *, finished: bool = False) -> None:
-        """Write the table, the metadata and the chunk cache, the points in ``order``;
-        finished even when Ctrl-C lands in the middle (then re-raised), unless this is
-        the run's last save."""
+    def save_chunk(self, point: dict[str, Any], k: int, counts: Counts) -> None:
+        """Store chunk ``k`` of the unfinished ``point`` (with this run's record)."""
+        key = _key_text(self.key(point))
+        with self._db.transaction() as db:
+            db.put_chunk(self.name, key, k, json.dumps(counts, sort_keys=True))
+            self._put_record(db)
+        self.cache.add(key, k, counts)
+
+    def export(self, order: Iterable[tuple[str, ...]], *, finished: bool = False) -> None:
+        """Store this run's record, then write ``NAME.json`` and ``NAME.csv`` from the
+        store, the points in ``order``, each file in one step; finished even when Ctrl-C
+        lands in the middle (then re-raised), unless this is the run's normal end."""
         order = list(order)
         if finished:
-            self._write(order)
-        else:
-            self._save(lambda: self._write(order))
+            self._export(order)
+            return
+        try:
+            self._export(order)
+        except KeyboardInterrupt:
+            self._export(order)
+            raise
 
-    def save_chunk(self, point: dict[str, Any], k: int, counts: Any) -> None:
-        """Keep chunk ``k`` of the unfinished ``point`` in the chunk cache, written now."""
-        self.cache.points.setdefault("|".join(self.key(point)), {})[str(k)] = counts
-        self._save(self.cache.write)
+    def _export(self, order: list[tuple[str, ...]]) -> None:
+        with self._db.transaction() as db:
+            self._put_record(db)
+        stored = {key: json.loads(lines) for key, lines, _ in self._db.points(self.name)}
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.columns)
+        digests = {}
+        for key in map(_key_text, order):
+            if key in stored:
+                writer.writerows(stored[key])
+                digests[key] = _digest(stored[key])
+        self.meta["wall_time_s"] = round(sum(r["wall_time_s"] for r in self.meta["runs"]), 3)
+        self.meta["digests"] = digests
+        # the metadata first: a crash before the table leaves a digest of a point that
+        # the table lacks (then read from the store, or computed again), never a row
+        # without its digest
+        atomic_write_text(self.meta_path, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(self.csv_path, buf.getvalue())
 
-    def rows_in(self, order: Iterable[tuple[str, ...]]) -> list[R]:
-        """Every row, the points in ``order``."""
-        return [row for k in order for row in self.rows[k]]
+
+def _key_text(key: tuple[str, ...]) -> str:
+    """A point's key as the store and ``NAME.json`` spell it: its coordinates joined by ``|``."""
+    return "|".join(key)
+
+
+def _key(text: str) -> tuple[str, ...]:
+    return tuple(text.split("|"))
 
 
 def _digest(lines: list[list[str]]) -> str:
-    """CRC-32 (8 hex digits) of a point's CSV lines, fields joined by commas."""
-    return f"{zlib.crc32(chr(10).join(','.join(v) for v in lines).encode()):08x}"
+    """The digest of a point's CSV lines in ``NAME.json``: :func:`~._database.digest` of
+    the lines, fields joined by commas."""
+    return digest("\n".join(",".join(v) for v in lines))
 
 
 def open_store(spec: Any, out: str | os.PathLike, name: str, options: Any,

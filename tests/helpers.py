@@ -1,6 +1,10 @@
-"""Shared test helpers: SDEs with known answers, random smooth fields, nested Brownian paths."""
+"""Shared test helpers: SDEs with known answers, random smooth fields, nested Brownian
+paths, a look into a sweep store while it is written."""
 
 from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
 
 import diffrax
 import jax
@@ -130,3 +134,18 @@ def solve_on_paths(sde, y0, t1, dt, ts, W, solver):
 def loglog_slope(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x``."""
     return float(np.polyfit(np.log(np.asarray(x)), np.log(np.asarray(y)), 1)[0])
+
+
+def stored_records(out: Path, table: str) -> int:
+    """How many records (``points`` or ``chunks``) the store of the output directory
+    ``out`` holds, read while a run writes it (0 before it has its tables)."""
+    path = Path(out) / ".spheresde.sqlite"
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:  # no tables yet
+        return 0
+    finally:
+        db.close()

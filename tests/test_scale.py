@@ -5,13 +5,13 @@ import math
 import os
 import re
 import signal
-import sqlite3
 import threading
 import time
 
 import jax
 import numpy as np
 import pytest
+from helpers import stored_records
 
 from spheresde import two_token
 from spheresde.transformer import PureNoise
@@ -224,21 +224,6 @@ SMOKE = ["phase", "--dims", "4", "--betas", "1,3", "--trajectories", "160", "--l
          "--horizon", "20", "--method", "discrete", "--chunk-size", "40", "--quiet"]
 
 
-def chunks_stored(out):
-    """How many chunks the store of ``out`` holds (0 before it exists; read only, while
-    the run writes it)."""
-    path = out / ".spheresde.sqlite"
-    if not path.exists():
-        return 0
-    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    except sqlite3.OperationalError:  # the tables not created yet
-        return 0
-    finally:
-        db.close()
-
-
 def worker_processes():
     """The live Dask worker processes below this one (a child that has exited, a zombie
     not yet reaped or one gone meanwhile, is not a worker to kill)."""
@@ -268,7 +253,7 @@ def test_workers_give_the_serial_csv_byte_for_byte_even_when_one_dies(tmp_path):
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not killed:
             workers = worker_processes()
-            if chunks_stored(out) and workers:
+            if stored_records(out, "chunks") and workers:
                 os.kill(workers[0].pid, signal.SIGKILL)
                 killed.append(workers[0].pid)
             time.sleep(0.02)

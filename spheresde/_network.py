@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._attention import attention_weights
 from ._noise import Noise, noise_on_attention, noise_shape
 from ._normalization import NormalizationLike, normalization
@@ -173,6 +174,8 @@ def simulate_network(
     -------
     NetworkResult
     """
+    _checks.network(tokens0, beta, weights, layers=layers, horizon=horizon,
+                    trajectories=trajectories)
     weights = PureNoise() if weights is None else weights
     tokens0 = jnp.asarray(tokens0)
     n, d = tokens0.shape[-2:]

@@ -219,39 +219,40 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``spheresde`` command line; return the exit status.
 
-    Without ``argv`` this is the process's own command (``sys.argv``), and Ctrl-C ends
-    the process itself, with status 130, once the fault's line is printed (see
-    :func:`_end_interrupted_process`).
+    Without ``argv`` this is the process's own command (``sys.argv``): once its work is
+    done, or its fault's line printed, it ends the process itself with that status (see
+    :func:`_end_process`).
     """
     own_process = argv is None
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
     try:
-        return _main(argv, where)
+        status = _main(argv, where)
     except BaseException as err:  # Ctrl-C at any moment, also while parsing
         if "--debug" in argv or not _is_fault(err):
             raise
         print(_fault_line(where["command"], where["out"], err), file=sys.stderr)
-        if not _interrupted(err):
-            return 1
-        if own_process:
-            _end_interrupted_process()
-        return 130
+        status = 130 if _interrupted(err) else 1
+    if own_process:
+        _end_process(status)
+    return status
 
 
-def _end_interrupted_process() -> NoReturn:
-    """End this process with status 130 now, without the interpreter's teardown.
+def _end_process(status: int) -> NoReturn:
+    """End this process with ``status`` now, without the interpreter's teardown.
 
     Ctrl-C can land while JAX waits for XLA to compile a program: jaxlib's wait checks
     for signals and raises at once, but the compilation goes on in a thread of XLA's
     client. The teardown would then destroy that client under the running compilation,
-    a segmentation fault (in 5 of 15 interrupted sweeps). Nothing of the run is left
-    to tear down by now: the store is saved and unlocked, a Dask cluster closed (its
-    workers also exit when this process does) and the line printed.
+    a segmentation fault (in 5 of 15 interrupted sweeps). And a Ctrl-C during the
+    teardown of a finished run (JAX's takes a moment) would kill the process without a
+    word. Nothing of the run is left to tear down by now: the store is saved and
+    unlocked, a Dask cluster closed (its workers also exit when this process does) and
+    the output printed.
     """
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(status)
 
 
 def _main(argv: list[str], where: dict[str, str]) -> int:

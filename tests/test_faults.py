@@ -561,6 +561,22 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
+def test_a_worker_lost_while_the_cluster_starts_is_one_line_exit_1(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    import dask
+
+    dies = tmp_path / "dies_while_starting.py"  # run by each worker process as it starts
+    dies.write_text("import os\nos._exit(1)\n")
+    with dask.config.set({"distributed.worker.preload": [str(dies)]}):
+        status = main([*PARTIAL, "--workers", "1", "--out", str(tmp_path / "out")])
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("spheresde phase: the Dask cluster failed (RuntimeError: ")
+    assert err[0].endswith("re-run the same command to resume")
+
+
 def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
     import spheresde.cli as cli
 

@@ -30,12 +30,14 @@ the sub-commands whose sweeps run in chunks only (not ``train``, not ``field``).
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import errno
 import os
 import re
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import NoReturn
@@ -224,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     :func:`_end_process`).
     """
     own_process = argv is None
+    if own_process:
+        sys.unraisablehook = _interrupt_again
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
     try:
@@ -236,6 +240,24 @@ def main(argv: list[str] | None = None) -> int:
     if own_process:
         _end_process(status)
     return status
+
+
+def _interrupt_again(unraisable) -> None:
+    """A ``sys.unraisablehook`` that does not lose Ctrl-C.
+
+    Python runs its SIGINT handler wherever the interpreter is, also inside code whose
+    exceptions it prints and ignores: a garbage-collection callback (JAX has one), a
+    ``__del__``. A KeyboardInterrupt raised there would be a traceback on stderr and a
+    sweep that goes on; the signal is delivered to the main thread again instead, to be
+    raised where it can stop the run. Delivered a moment later, from another thread: at
+    once, it would be raised inside this hook, where it is lost for good.
+    """
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        again = threading.Timer(0.05, _thread.interrupt_main)
+        again.daemon = True
+        again.start()
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def _end_process(status: int) -> NoReturn:

@@ -588,3 +588,36 @@ def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("spheresde phase: interrupted; finished grid points are saved in results, "
                    "re-run the same command to resume")
+
+
+def test_ctrl_c_inside_a_garbage_collection_callback_is_not_lost():
+    # Python runs its SIGINT handler inside gc callbacks too (JAX has one), and prints
+    # and ignores what they raise: the command's unraisable hook delivers the signal again
+    import gc
+    import signal
+    import sys
+    import time
+
+    from spheresde.cli import _interrupt_again
+
+    pending = [True]
+
+    def interrupted_once(phase, info):
+        if phase == "start" and pending:
+            pending.clear()
+            raise KeyboardInterrupt
+
+    hook = sys.unraisablehook
+    # under a shell without job control SIGINT is ignored, and then nothing is delivered
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.unraisablehook = _interrupt_again
+    gc.callbacks.append(interrupted_once)
+    try:
+        gc.collect()
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(5)  # the signal delivered again ends the sleep
+    finally:
+        gc.callbacks.remove(interrupted_once)
+        sys.unraisablehook = hook
+        signal.signal(signal.SIGINT, handler)
+    assert not pending  # the callback did raise

@@ -80,14 +80,18 @@ def group_gone(pgid: int, timeout: float = 20.0) -> bool:
 
 
 def interrupt_and_resume(out: Path, env: dict[str, str], *, workers: bool, how: signal.Signals,
-                         delay: float, whole: bytes) -> str:
+                         delay: float, whole: bytes, compiling: bool = False) -> str:
     """One trial: start the sweep, send ``how`` ``delay`` seconds after the command has
     made its output folder (its imports and argument checks done), to the whole
     process group with ``workers``, to the process without; check the outcome, resume
-    serially and compare the CSV with ``whole``. Returns the outcome: ``"interrupted"``,
-    ``"killed"`` or ``"finished first"``."""
+    serially and compare the CSV with ``whole``. ``compiling``: the interrupted run
+    compiles its programs (no persistent cache), so that the signal can land in an XLA
+    compilation, where Ctrl-C once ended in a segfault. Returns the outcome:
+    ``"interrupted"``, ``"killed"`` or ``"finished first"``."""
     extra = ("--workers", "2") if workers else ()
-    proc = start(out, env, *extra)
+    cold = {k: v for k, v in env.items() if not k.startswith(("JAX_COMPILATION_CACHE",
+                                                              "JAX_PERSISTENT_CACHE"))}
+    proc = start(out, cold if compiling else env, *extra)
     made_its_folder(proc, out)
     time.sleep(delay)
     try:
@@ -126,11 +130,14 @@ def test_interrupted_sweeps_end_cleanly_and_resume_to_the_same_bytes(tmp_path):
     assert (tmp_path / "again" / "tokens.csv").read_bytes() == whole
     draw = random.Random(46)
     outcomes = []
-    for trial, (workers, how) in enumerate([(False, signal.SIGINT), (False, signal.SIGKILL),
-                                            (True, signal.SIGINT), (True, signal.SIGKILL)]):
-        # an instant within the work of a serial sweep: the workers' runs are longer, so
-        # for them it falls in the cluster's start or its first chunks
-        outcomes.append(interrupt_and_resume(tmp_path / f"trial{trial}", env, workers=workers,
-                                             how=how, delay=draw.uniform(0, took), whole=whole))
+    for trial, (workers, how, compiling) in enumerate([
+            (False, signal.SIGINT, True), (False, signal.SIGKILL, False),
+            (True, signal.SIGINT, False), (True, signal.SIGKILL, False)]):
+        # an instant within the work of a warm serial sweep: a compiling run and the
+        # workers' runs are longer, so for them it falls in the compilation, the
+        # cluster's start or the first chunks
+        outcomes.append(interrupt_and_resume(
+            tmp_path / f"trial{trial}", env, workers=workers, how=how,
+            delay=draw.uniform(0, took), whole=whole, compiling=compiling))
     # the soak is about interruptions: most trials must have been cut, not finished first
     assert sum(outcome != "finished first" for outcome in outcomes) >= 3, outcomes

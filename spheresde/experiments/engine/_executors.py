@@ -144,7 +144,9 @@ def _without_interrupts() -> Iterator[None]:
 
     resource_tracker.ensure_running()
     pending: list[int] = []
-    main = threading.current_thread() is threading.main_thread()  # handlers live there
+    # Python's handlers live in the main thread; one set outside Python (None) is kept
+    main = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not None)
     previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum)
                              ) if main else None
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -52,12 +52,14 @@ def real(name: str, value, *, at_least: float | None = None) -> None:
     if array is None:
         return
     if array.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be a real number or array of them, got {value!r}")
+        raise ValueError(f"{name} must be a real number or array of them, got {value!r}; "
+                         f"pass floats")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must be finite, not NaN or infinite: got {_shown(array)}; "
                          f"pass finite values")
     if at_least is not None and np.any(array < at_least):
-        raise ValueError(f"{name} must be >= {at_least:g}, got {float(np.min(array)):g}")
+        raise ValueError(f"{name} must be >= {at_least:g}, got {float(np.min(array)):g}; pass "
+                         f"values >= {at_least:g}")
 
 
 def dimension(name: str, d) -> int:
@@ -83,13 +85,14 @@ def tokens(name: str, value) -> None:
     finite, and no zero token (it has no direction on the sphere)."""
     shape = np.shape(value)
     if len(shape) < 2:
-        raise ValueError(f"{name} must have shape (n, d), or (trajectories, n, d): n tokens "
-                         f"of dimension d, got shape {shape}")
+        raise ValueError(f"{name} has shape {shape}; pass n tokens of dimension d, an array "
+                         f"of shape (n, d) or (trajectories, n, d)")
     if shape[-2] < 1:
         raise ValueError(f"{name} holds no token (shape {shape}); pass at least one")
     if shape[-1] < 2:
         raise ValueError(f"{name} holds tokens of d={shape[-1]} coordinates (shape {shape}); "
-                         f"the sphere S^(d-1) needs d >= 2")
+                         f"the sphere S^(d-1) needs d >= 2: pass tokens of 2 or more "
+                         f"coordinates")
     real(name, value)
     if concrete(value):
         norms = np.linalg.norm(np.asarray(value, dtype=np.float64), axis=-1)

@@ -54,7 +54,11 @@ BAD = [
     (lambda: network(tokens0=jnp.zeros((2, 3))),
      "tokens0 has a zero token, which has no direction on the sphere; pass tokens of length 1"),
     (lambda: network(tokens0=jnp.ones((2, 1))),
-     "tokens0 holds tokens of d=1 coordinates (shape (2, 1)); the sphere S^(d-1) needs d >= 2"),
+     "tokens0 holds tokens of d=1 coordinates (shape (2, 1)); the sphere S^(d-1) needs d >= 2: "
+     "pass tokens of 2 or more coordinates"),
+    (lambda: network(tokens0=jnp.ones(3)),
+     "tokens0 has shape (3,); pass n tokens of dimension d, an array of shape (n, d) or "
+     "(trajectories, n, d)"),
     (lambda: network(tokens0=jnp.ones((0, 3))),
      "tokens0 holds no token (shape (0, 3)); pass at least one"),
     (lambda: network(tokens0=TOKENS.astype(jnp.float16)),

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._small import inner, norm
 from ._typing import Array, PRNGKeyArray, SpherePoint
 
@@ -92,8 +93,8 @@ def geodesic_distance(y: SpherePoint, z: SpherePoint) -> Array:
 
 def sample_uniform(key: PRNGKeyArray, shape: tuple[int, ...], d: int, dtype=None) -> SpherePoint:
     """Independent uniform points on S^{d-1}, an array of shape ``shape + (d,)``."""
-    if d < 2:
-        raise ValueError(f"the sphere S^(d-1) needs d >= 2, got d={d}")
+    shape, d = _checks.sizes("shape", shape), _checks.dimension("d", d)
+    _checks.real("dtype", np.zeros(0, dtype or jnp.result_type(float)))
     g = jax.random.normal(key, (*shape, d), dtype=dtype or jnp.result_type(float))
     return retract(g)
 

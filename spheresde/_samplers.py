@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 
+from . import _checks
 from ._geometry import cos_sinc, project_tangent, retract
 from ._small import small_sum
 from ._typing import Array, PRNGKeyArray, SpherePoint
@@ -43,6 +44,7 @@ _VMF_MIN_ACCEPTANCE = 0.65
 
 
 def _as_direction(mu, name: str) -> Array:
+    _checks.real(name, mu)
     mu = jnp.asarray(mu)
     if not jnp.issubdtype(mu.dtype, jnp.floating):
         mu = mu.astype(jnp.result_type(float))
@@ -51,8 +53,6 @@ def _as_direction(mu, name: str) -> Array:
                          f"got shape {mu.shape}")
     if not isinstance(mu, jax.core.Tracer):
         values = np.asarray(mu, dtype=np.float64)
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"{name} contains NaN or infinite entries")
         lengths = np.linalg.norm(values, axis=-1)
         off = np.abs(lengths - 1)
         if np.any(off > MU_TOLERANCE):
@@ -271,7 +271,7 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
     tangent direction smoothly), not in ``kappa``.
     """
     mu = _as_direction(mu, "mu")
-    shape = tuple(int(s) for s in shape)
+    shape = _checks.sizes("shape", shape)
     batch = (*shape, *mu.shape[:-1])
     kappa = jnp.asarray(kappa)
     if not (jnp.issubdtype(kappa.dtype, jnp.floating) or jnp.issubdtype(kappa.dtype, jnp.integer)):
@@ -469,6 +469,7 @@ def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()
     Array of shape ``(*shape, *y0.shape)``. Differentiable in ``y0`` as
     :func:`sample_von_mises_fisher` is in ``mu``.
     """
+    shape = _checks.sizes("shape", shape)
     y0 = _as_direction(y0, "y0")
     if isinstance(t, jax.core.Tracer) or np.ndim(t) != 0:
         raise TypeError(f"t must be a concrete scalar (the law of the number of lineages is "

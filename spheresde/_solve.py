@@ -15,6 +15,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 
 from ._brownian import WeakBrownianPath
+from ._checks import HALF_PRECISION as _HALF
+from ._checks import MAX_STEPS
+from ._checks import concrete as _concrete
 from ._devices import leading_axis_sharding
 from ._geometry import retract
 from ._sde import SphereSDE
@@ -550,10 +553,6 @@ def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs, sh
     return eqx.tree_at(lambda s: s.ys, sol, jnp.moveaxis(sol.ys, 1, 0))
 
 
-def _concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
 def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse, saveat,
            kwargs, *, batch):
     """Eager checks on the inputs; returns the solver, the normalized start, the grid
@@ -699,6 +698,10 @@ def _grid(t0, t1, dt) -> Array:
     ratio = (t1 - t0) / dt
     # A ratio within rounding of an integer m means m steps, not m + 1 with a sliver.
     steps = max(round(ratio), 1) if abs(ratio - round(ratio)) <= 1e-9 * ratio else math.ceil(ratio)
+    if steps > MAX_STEPS:
+        raise ValueError(f"dt={dt:g} gives {steps:,} steps from t0={t0:g} to t1={t1:g}, more "
+                         f"than the {MAX_STEPS:,} one solve computes; pass "
+                         f"dt >= {(t1 - t0) / MAX_STEPS:.3g}")
     ts = t0 + dt * np.arange(steps + 1, dtype=np.float64)
     ts[-1] = t1
     return jnp.asarray(ts)
@@ -707,9 +710,6 @@ def _grid(t0, t1, dt) -> Array:
 class PrecisionWarning(UserWarning):
     """``y0`` asked for a precision that JAX does not compute in here (float64 with
     ``jax_enable_x64`` off), so the solve runs in float32."""
-
-
-_HALF = ("float16", "bfloat16")
 
 
 def _state_dtype(y0, given):

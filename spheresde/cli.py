@@ -15,9 +15,10 @@ those; a grid without some stored points refuses unless ``--prune`` drops them).
 second run writing into the same ``--out`` (whichever sweep) is refused, naming the
 first, or waits for it with ``--wait``. Errors in the arguments, and stored files that
 fail their check, print one line and exit with status 2; a fault while running (a full
-disk, an unreadable file, a failed Dask cluster) prints one line and exits with status
-1, Ctrl-C with status 130, and both keep every finished point and chunk (``--debug``
-shows the traceback).
+disk, an unreadable file, a failed Dask cluster, also one whose worker died while it
+started) prints one line and exits with status 1, Ctrl-C (also to the process group of a
+``--workers`` run, whose workers leave it to this process) with status 130, and both keep
+every finished point and chunk (``--debug`` shows the traceback).
 
 How to run, never what (no number changes): ``--workers N`` runs the chunks of the
 sweep on a local Dask cluster, ``--scheduler ADDRESS`` on an existing one,
@@ -29,14 +30,17 @@ the sub-commands whose sweeps run in chunks only (not ``train``, not ``field``).
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import errno
 import os
 import re
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 from .experiments import (
     SPECS,
@@ -215,16 +219,62 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``spheresde`` command line; return the exit status."""
+    """Run the ``spheresde`` command line; return the exit status.
+
+    Without ``argv`` this is the process's own command (``sys.argv``): once its work is
+    done, or its fault's line printed, it ends the process itself with that status (see
+    :func:`_end_process`).
+    """
+    own_process = argv is None
+    if own_process:
+        sys.unraisablehook = _interrupt_again
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
     try:
-        return _main(argv, where)
+        status = _main(argv, where)
     except BaseException as err:  # Ctrl-C at any moment, also while parsing
         if "--debug" in argv or not _is_fault(err):
             raise
         print(_fault_line(where["command"], where["out"], err), file=sys.stderr)
-        return 130 if _interrupted(err) else 1
+        status = 130 if _interrupted(err) else 1
+    if own_process:
+        _end_process(status)
+    return status
+
+
+def _interrupt_again(unraisable) -> None:
+    """A ``sys.unraisablehook`` that does not lose Ctrl-C.
+
+    Python runs its SIGINT handler wherever the interpreter is, also inside code whose
+    exceptions it prints and ignores: a garbage-collection callback (JAX has one), a
+    ``__del__``. A KeyboardInterrupt raised there would be a traceback on stderr and a
+    sweep that goes on; the signal is delivered to the main thread again instead, to be
+    raised where it can stop the run. Delivered a moment later, from another thread: at
+    once, it would be raised inside this hook, where it is lost for good.
+    """
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        again = threading.Timer(0.05, _thread.interrupt_main)
+        again.daemon = True
+        again.start()
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _end_process(status: int) -> NoReturn:
+    """End this process with ``status`` now, without the interpreter's teardown.
+
+    Ctrl-C can land while JAX waits for XLA to compile a program: jaxlib's wait checks
+    for signals and raises at once, but the compilation goes on in a thread of XLA's
+    client. The teardown would then destroy that client under the running compilation,
+    a segmentation fault (in 5 of 15 interrupted sweeps). And a Ctrl-C during the
+    teardown of a finished run (JAX's takes a moment) would kill the process without a
+    word. Nothing of the run is left to tear down by now: the store is saved and
+    unlocked, a Dask cluster closed (its workers also exit when this process does) and
+    the output printed.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _main(argv: list[str], where: dict[str, str]) -> int:
@@ -287,9 +337,14 @@ def _interrupted(err: BaseException) -> bool:
 
 def _dask_failure(err: BaseException) -> bool:
     """Whether ``err`` comes from ``dask.distributed`` (a worker that keeps dying, a
-    scheduler lost, a closed connection)."""
-    return any(cls.__module__.split(".")[0] in ("distributed", "tornado")
-               for cls in type(err).__mro__)
+    scheduler lost, a closed connection): by its class, or by the code that raised it
+    (a worker process that died while the cluster started raises a plain RuntimeError)."""
+    innermost = err.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    raised_in = innermost.tb_frame.f_globals.get("__name__", "") if innermost else ""
+    return any(name.split(".")[0] in ("distributed", "tornado")
+               for name in (raised_in, *(cls.__module__ for cls in type(err).__mro__)))
 
 
 def _is_fault(err: BaseException) -> bool:

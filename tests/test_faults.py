@@ -764,6 +764,22 @@ def test_a_dask_worker_that_keeps_dying_is_one_line_exit_1(tmp_path, monkeypatch
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
+def test_a_worker_lost_while_the_cluster_starts_is_one_line_exit_1(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    import dask
+
+    dies = tmp_path / "dies_while_starting.py"  # run by each worker process as it starts
+    dies.write_text("import os\nos._exit(1)\n")
+    with dask.config.set({"distributed.worker.preload": [str(dies)]}):
+        status = main([*PARTIAL, "--workers", "1", "--out", str(tmp_path / "out")])
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("spheresde phase: the Dask cluster failed (RuntimeError: ")
+    assert err[0].endswith("re-run the same command to resume")
+
+
 def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
     import spheresde.cli as cli
 
@@ -775,3 +791,36 @@ def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("spheresde phase: interrupted; finished grid points are saved in results, "
                    "re-run the same command to resume")
+
+
+def test_ctrl_c_inside_a_garbage_collection_callback_is_not_lost():
+    # Python runs its SIGINT handler inside gc callbacks too (JAX has one), and prints
+    # and ignores what they raise: the command's unraisable hook delivers the signal again
+    import gc
+    import signal
+    import sys
+    import time
+
+    from spheresde.cli import _interrupt_again
+
+    pending = [True]
+
+    def interrupted_once(phase, info):
+        if phase == "start" and pending:
+            pending.clear()
+            raise KeyboardInterrupt
+
+    hook = sys.unraisablehook
+    # under a shell without job control SIGINT is ignored, and then nothing is delivered
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.unraisablehook = _interrupt_again
+    gc.callbacks.append(interrupted_once)
+    try:
+        gc.collect()
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(5)  # the signal delivered again ends the sleep
+    finally:
+        gc.callbacks.remove(interrupted_once)
+        sys.unraisablehook = hook
+        signal.signal(signal.SIGINT, handler)
+    assert not pending  # the callback did raise

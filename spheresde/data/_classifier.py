@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .. import _checks
 from .._typing import Array, Bool, Float, PRNGKeyArray
 from ..transformer._attention import attention
 from ..transformer._normalization import normalization
@@ -60,6 +61,7 @@ def init_values(key: PRNGKeyArray, weights: Init, layers: int, d: int, sigma: fl
     independent identities; ``"random"``: ``L`` independent matrices with iid
     :math:`N(0, \sigma^2/d)` entries.
     """
+    _checks.classifier(layers=layers, d=d, sigma=sigma, dtype=dtype)
     if weights == "constant":
         return jnp.eye(d, dtype=dtype)[None]
     if weights == "identity":
@@ -102,8 +104,8 @@ class TransformerClassifier(eqx.Module):
         """A classifier at initialization (``weights``: see :func:`init_values`; ``norm``:
         the normalization of its layers, a registered name)."""
         normalization(norm)  # a name the network knows, checked before any work
-        if layers < 1:
-            raise ValueError(f"layers={layers}: the network needs at least one layer")
+        _checks.classifier(layers=layers, d=d, sigma=sigma, dtype=dtype, beta=beta,
+                           patches=patches, patch_size=patch_size, classes=classes)
         k_embed, k_pos, k_values, k_head = jax.random.split(key, 4)
         eye = jnp.tile(jnp.eye(d, dtype=dtype), (layers, 1, 1))
         values = init_values(k_values, weights, layers, d, sigma, dtype)
@@ -156,6 +158,9 @@ def classifier_optimizer(lr: float, weight_decay: float,
     Cached: the same arguments give the same object, so :func:`train_epoch`, which takes
     it as a static argument, compiles once for all the runs of a sweep.
     """
+    _checks.real("lr", lr, at_least=0.0)
+    _checks.real("weight_decay", weight_decay, at_least=0.0)
+    _checks.whole("total_steps", total_steps)
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, lr, warmup_steps=max(1, total_steps // 20), decay_steps=max(2, total_steps))
     return optax.adamw(schedule, weight_decay=weight_decay)

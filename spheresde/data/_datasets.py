@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _checks
+
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 CIFAR10_FILES = (*(f"data_batch_{k}" for k in range(1, 6)), "test_batch")
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
@@ -228,6 +230,7 @@ def load_fashion_mnist(data_dir: str | Path = FASHION_MNIST_DIR, *, subset: int 
     ``seed``, for quick looks. Raises :class:`DatasetError` (one line: which file, what
     was expected, how to get it) when the folder or a file is missing or malformed.
     """
+    _checks.whole("subset", subset, at_least=0)
     folder = Path(data_dir)
     if not folder.is_dir():
         raise DatasetError(f"`data_dir='{data_dir}'`: no such folder; "
@@ -264,6 +267,8 @@ def load_dataset(name: str, *, seed: int, data_dir: str | Path | None = None,
 
 def patchify(images: np.ndarray, patch: int) -> np.ndarray:
     """Cut ``(N, H, W, C)`` images into ``(N, (H/patch) (W/patch), patch^2 C)`` tokens."""
+    _checks.whole("patch", patch)
+    _checks.real("images", images)
     n, h, w, c = images.shape
     if h % patch or w % patch:
         raise DatasetError(f"`patch={patch}` does not divide the {h} x {w} images")

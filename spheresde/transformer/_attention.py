@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .. import _checks
 from .._small import small_matmul, small_softmax
 from .._typing import Array, Tokens
 
@@ -27,6 +28,8 @@ def attention_weights(
     training of :class:`~spheresde.data.TransformerClassifier`) the slices cost about 3x more
     (``tests/benchmarks/bench_train.py``).
     """
+    _checks.tokens("tokens", tokens)
+    _checks.real("beta", beta)
     matmul, softmax = (jnp.matmul, jax.nn.softmax) if dense else (small_matmul,
                                                                      small_softmax)
     x = tokens if queries is None else queries

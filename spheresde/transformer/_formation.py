@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _checks
 from .._typing import FloatGrid, RealGrid
 
 
@@ -44,6 +45,7 @@ def formation_lyapunov_minus(beta: RealGrid, d: RealGrid, *, tokens, cluster,
     common noise moves them by different amounts), and the exponent is that of the
     multiplicative part of the linearization; see :mod:`proofs_check.formation`.
     """
+    _checks.two_tokens(beta, d, eps=eps, mu=mu)
     n, k = _check_sizes(tokens, cluster)
     args = (np.asarray(a, float) for a in (beta, d, n, k, eps, mu))
     return np.asarray(_coefficients()["lyapunov_minus"](*args), float)
@@ -80,6 +82,7 @@ def formation_threshold(beta: RealGrid, d: RealGrid, *, tokens, cluster,
     ...                 two_token.hybrid_threshold(3.0, 3)))
     True
     """
+    _checks.two_tokens(beta, d, mu=mu)
     n, k = _check_sizes(tokens, cluster)
     args = (np.asarray(a, float) for a in (beta, d, n, k, mu))
     return np.sqrt(np.asarray(_coefficients()["threshold_eps2"](*args), float))

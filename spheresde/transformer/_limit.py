@@ -15,6 +15,7 @@ driven by one :math:`d \times d` matrix Brownian motion :math:`W`, with
 
 from __future__ import annotations
 
+from .. import _checks
 from .._geometry import project_tangent
 from .._sde import SphereSDE
 from .._small import inner
@@ -69,6 +70,7 @@ def transformer_sde(
     """
     from proofs_check.export import limit_coefficients
 
+    _checks.limit(beta, weights, d=d, n=n)
     weights = PureNoise() if weights is None else weights
     mu, eps = weights.limit()
     c = limit_coefficients("jax").normal_drift(d, eps)

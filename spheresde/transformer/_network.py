@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from .._small import small_matmul
 from .._typing import Array, ArrayLike, Float, Matrix, PRNGKeyArray, RealScalar
 from ._attention import attention_weights
@@ -173,6 +174,8 @@ def simulate_network(
     -------
     NetworkResult
     """
+    _checks.network(tokens0, beta, weights, layers=layers, horizon=horizon,
+                    trajectories=trajectories)
     weights = PureNoise() if weights is None else weights
     tokens0 = jnp.asarray(tokens0)
     n, d = tokens0.shape[-2:]

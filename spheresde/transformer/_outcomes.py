@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from .._typing import Array
 
 SINGLE = 0
@@ -89,6 +90,8 @@ def classify(tokens: Array, tol: float = DEFAULT_TOL) -> Array:
     Array
         Integer codes of shape ``(...)``.
     """
+    _checks.tokens("tokens", tokens)
+    _checks.real("tol", tol, at_least=0.0)
     return _classify_tokens(tokens, tol)
 
 
@@ -173,6 +176,7 @@ def cluster_sizes(tokens: Array) -> Array:
     configuration these are its two clusters, for a single cluster ``(n, 0)``. Only
     meaningful where :func:`classify` is not :data:`UNDECIDED`.
     """
+    _checks.tokens("tokens", tokens)
     return _cluster_sizes(tokens)
 
 

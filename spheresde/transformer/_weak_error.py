@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
+from .. import _checks
 from .._geometry import retract
 from .._typing import PRNGKeyArray
 from ._limit import transformer_sde
@@ -71,6 +72,8 @@ def weak_error_vs_layers(
     ``reference_factor = 4``): the error of :math:`E\rho^2` falls from 0.044 at ``L = 10``
     to 0.0025 at ``L = 160``; fitted rates 1.07 (:math:`\rho`) and 1.03 (:math:`\rho^2`).
     """
+    _checks.weak_error(layers, beta, d, sigma=sigma, horizon=horizon, rho0=rho0, paths=paths,
+                       reference_factor=reference_factor)
     layers = tuple(int(v) for v in layers)
     if any(b != 2 * a for a, b in itertools.pairwise(layers)):
         raise ValueError(f"layers must double at each entry, got {layers}")

@@ -16,6 +16,7 @@ times), and nothing finished is lost because finished chunks are already stored.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -112,13 +113,51 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
         return
     if options.workers < 1:
         raise BadParameters(f"`workers` must be >= 1, got {options.workers}")
-    # no dashboard; the scheduler's HTTP server (always started) on a free port, so that
-    # two local clusters on one machine do not contend for its default 8787
-    with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
-                      silence_logs=logging.ERROR) as cluster, \
-            Client(cluster) as client:
+    with contextlib.ExitStack() as stack:
+        with _without_interrupts():
+            # no dashboard; the scheduler's HTTP server (always started) on a free port, so
+            # that two local clusters on one machine do not contend for its default 8787
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=options.workers, threads_per_worker=1, processes=True,
+                dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                silence_logs=logging.ERROR))
+            client = stack.enter_context(Client(cluster))
         yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers")
+
+
+@contextlib.contextmanager
+def _without_interrupts() -> Iterator[None]:
+    """Start a local cluster that Ctrl-C stops through this process only.
+
+    Ctrl-C in a terminal signals the whole process group: each worker process would
+    raise KeyboardInterrupt and print its traceback while this process closes them.
+    Threads and processes inherit the signal mask of the thread that starts them, so
+    SIGINT is blocked while the cluster's event-loop thread (which starts the nannies'
+    worker processes, also those that replace a dead one) is made: the workers never
+    see it. An interrupt meanwhile (delivered by another thread of this process) is
+    raised once the cluster is up and closable, not inside its half-made start.
+    Python's resource tracker is started first: starting it unblocks SIGINT in the
+    thread that does (CPython's bpo-33613), which would be the one starting the workers.
+    """
+    import signal
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    pending: list[int] = []
+    # Python's handlers live in the main thread; one set outside Python (None) is kept
+    main = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not None)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum)
+                             ) if main else None
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
 
 
 __all__ = ["DaskExecutor", "SerialExecutor", "executor_for"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _checks
 from ..._typing import FloatGrid, RealGrid
 
 
@@ -30,6 +31,7 @@ def noise_scale(sigma, eps):
 def critical_beta(d: RealGrid) -> FloatGrid:
     r""":math:`\beta_c(d) = \tfrac12\operatorname{arccosh}(d-2)` (0 for ``d <= 3``): pure noise
     makes the antipodal pair attracting iff :math:`\beta > \beta_c(d)`."""
+    _checks.real("d", d, at_least=2)
     return np.asarray(rc().critical_beta(np.asarray(d, float)), float)
 
 
@@ -57,6 +59,7 @@ def scale_g(rho: RealGrid, beta: RealGrid, d: RealGrid, sigma: RealGrid = 1.0, *
 def lyapunov_minus(beta: RealGrid, d: RealGrid, sigma: RealGrid = 1.0, *, mu: RealGrid = 0.0,
                    eps: RealGrid | None = None) -> FloatGrid:
     r"""Lyapunov exponent of :math:`1+\rho` at :math:`\rho = -1` (attracting iff negative)."""
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps)
     return rc().lyapunov_minus(beta, d, noise_scale(sigma, eps), mu)
 
 
@@ -68,6 +71,7 @@ def hybrid_threshold(beta: RealGrid, d: RealGrid, mu: RealGrid = 1.0) -> FloatGr
     :math:`\beta`; ``inf`` for :math:`\beta \le \beta_c(d)` (no :math:`\varepsilon` works).
     Compare :func:`paper_hybrid_threshold`.
     """
+    _checks.two_tokens(beta, d, mu=mu)
     return np.sqrt(np.asarray(rc().hybrid_threshold_eps2(beta, d, mu), float))
 
 

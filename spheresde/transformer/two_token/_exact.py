@@ -26,6 +26,7 @@ import functools
 import numpy as np
 from scipy import special
 
+from ... import _checks
 from ..._typing import FloatNumpy, RealGrid
 from ._coefficients import noise_scale, rc
 
@@ -95,6 +96,7 @@ def antipodal_probability(beta: RealGrid, d: RealGrid, *, rho0: RealGrid | None 
     numpy.ndarray
         Probabilities, broadcast shape of the arguments.
     """
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps, rho0=rho0)
     if not 1 <= grading <= 40:
         raise ValueError("grading must be in 1..40 (finer end panels round to the endpoint)")
     e = noise_scale(sigma, eps)

@@ -72,6 +72,7 @@ from scipy import linalg, special
 
 from proofs_check.export import CHAINS, finite_depth_coefficients
 
+from ... import _checks
 from ..._typing import RealGrid
 from .._outcomes import DEFAULT_TOL, OutcomeFractions
 from .._rho import outcome_threshold
@@ -421,6 +422,7 @@ def outcome_probabilities(beta: RealGrid, d: RealGrid, *, horizon: RealGrid,
     >>> round(float(p.antipodal), 4), round(float(p.undecided), 4)
     (0.0008, 0.0)
     """
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps, rho0=rho0)
     if not 0 < tol < 1:
         raise ValueError(f"tol must be in (0, 1), got {tol}")
     e = noise_scale(sigma, eps)

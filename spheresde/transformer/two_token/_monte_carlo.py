@@ -21,6 +21,7 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Float
 
+from ... import _checks
 from ..._brownian import bit_signs
 from ..._devices import leading_axis_sharding
 from ..._typing import ArrayLike, FloatArray, PRNGKeyArray, RealGrid, RealScalar
@@ -136,6 +137,8 @@ def simulate_rho(key: PRNGKeyArray, beta: RealGrid, d: RealGrid, *, trajectories
         :math:`\rho_T` of shape ``grid_shape + (trajectories,)`` (:math:`\pm1` exactly
         once :math:`|z|` is large: the pair has merged or become antipodal).
     """
+    _checks.rho_paths(beta, d, trajectories=trajectories, dt=dt, horizon=horizon, sigma=sigma,
+                      mu=mu, eps=eps, rho0=rho0)
     if increments not in ("two_point", "gaussian"):
         raise ValueError(f"increments must be 'two_point' or 'gaussian', got {increments!r}")
     if increments == "two_point" and not 1 <= block <= _BITS:

@@ -235,3 +235,28 @@ def test_the_pair_chains_fast_path_is_the_generic_paper_layer_in_law(norm):
     se = math.sqrt(2 * pooled * (1 - pooled) / n_paths)
     assert pooled > 0.05
     assert abs(p_fast - p_generic) < 4 * se, (p_fast, p_generic, se)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.full((4, 2, 3), jnp.nan), beta=1.0,
+                                     layers=10, steps=5), "finite"),
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.zeros((4, 2, 3)), beta=1.0,
+                                     layers=10, steps=5), "zero token"),
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.eye(2, 3), beta=1.0, layers=10,
+                                     steps=5), r"\(trajectories, n, d\)"),
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.ones((4, 2, 3)), beta=math.nan,
+                                     layers=10, steps=5), "beta must be finite"),
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.ones((4, 2, 3)), beta=1.0,
+                                     layers=2.5, steps=5), "layers must be a whole number"),
+    (lambda: layer("paper").simulate(jax.random.key(0), jnp.ones((4, 2, 3)), beta=1.0,
+                                     layers=10, steps=10**12), "more than the"),
+    (lambda: layer("paper").antipodal_probability(1.0, 1), "d >= 2"),
+    (lambda: layer("paper").critical_beta(4, eps=-1.0), "eps must be >= 0"),
+    (lambda: layer("paper").outcome_probabilities(1.0, 4, horizon=-1.0, tol=0.01),
+     "horizon must be >= 0"),
+    (lambda: layer("paper").outcome_probabilities(1.0, 4, horizon=1.0, tol=2.0), "tol must"),
+])
+def test_bad_input_is_refused_in_one_line_before_any_work(call, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)

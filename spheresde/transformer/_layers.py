@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from ._normalization import NormalizationLike, normalization
 from ._weights import residual_step
 
@@ -87,6 +88,12 @@ class Layer:
              layers: int | None = None) -> dict[str, float]:
         """The numbers every symbol of the layer takes: the parameters and
         :attr:`constants` (``s = layers ** -1/2`` when ``layers`` is given)."""
+        _checks.real("beta", beta)
+        _checks.real("eps", eps, at_least=0.0)
+        _checks.real("mu", mu)
+        _checks.dimension("d", d)
+        if layers is not None:
+            _checks.whole("layers", layers)
         values = {"beta": float(beta), "epsilon": float(eps), "mu": float(mu), "d": float(d),
                   **{k: float(v) for k, v in self.constants.items()}}
         if layers is not None:
@@ -166,6 +173,10 @@ class Layer:
         from ._outcomes import OutcomeFractions
         from .two_token._finite_horizon import refined_law
 
+        if horizon != math.inf:  # inf: the t -> inf law
+            _checks.real("horizon", horizon, at_least=0.0)
+        if not 0 < tol < 1:
+            raise ValueError(f"tol must be in (0, 1), got {tol!r}; pass e.g. tol=0.01")
         norm = normalization(norm)
         if math.isinf(horizon):
             return OutcomeFractions.exact(self.antipodal_probability(beta, d, eps=eps, mu=mu,
@@ -198,6 +209,12 @@ class Layer:
         """The discrete network: ``steps`` layers of step ``s = layers ** -1/2`` from
         ``tokens0`` ``(trajectories, n, d)`` (put on the normalization's manifold first);
         the final tokens. Layer ``k`` draws its matrices from ``fold_in(key, k)``."""
+        _checks.tokens("tokens0", tokens0)
+        if np.ndim(tokens0) != 3:
+            raise ValueError(f"tokens0 has shape {np.shape(tokens0)}; pass the start of every "
+                             "trajectory, an array of shape (trajectories, n, d)")
+        _checks.whole("steps", steps)
+        _checks.step_count(f"steps={steps}", steps, "pass fewer steps")
         tokens0 = jnp.asarray(tokens0)
         _, n, d = tokens0.shape
         norm = normalization(norm)

@@ -62,6 +62,14 @@ def real(name: str, value, *, at_least: float | None = None) -> None:
                          f"values >= {at_least:g}")
 
 
+def fraction(name: str, value) -> None:
+    """A share strictly between 0 and 1."""
+    real(name, value)
+    if not 0 < float(value) < 1:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}; pass e.g. "
+                         f"{name}=0.2")
+
+
 def dimension(name: str, d) -> int:
     """The dimension ``d`` of the space around the sphere :math:`S^{d-1}`: whole, ``>= 2``."""
     try:
@@ -140,10 +148,16 @@ def two_tokens(beta, d, *, sigma=None, mu=None, eps=None, rho0=None) -> None:
     if mu is not None:
         real("mu", mu)
     if rho0 is not None:
-        real("rho0", rho0, at_least=-1.0)
-        if concrete(rho0) and np.any(np.asarray(rho0) > 1):
-            raise ValueError(f"rho0 must lie in [-1, 1] (it is <X1, X2>), got "
-                             f"{float(np.max(rho0)):g}")
+        inner_product("rho0", rho0)
+
+
+def inner_product(name: str, value) -> None:
+    r"""An inner product :math:`\rho = \langle X_1, X_2\rangle` of two tokens: finite,
+    in ``[-1, 1]``."""
+    real(name, value)
+    if concrete(value) and np.any(np.abs(np.asarray(value)) > 1):
+        worst = float(np.asarray(value).flat[np.argmax(np.abs(np.asarray(value)))])
+        raise ValueError(f"{name} must lie in [-1, 1] (it is <X1, X2>), got {worst:g}")
 
 
 def rho_paths(beta, d, *, trajectories, dt, horizon, sigma, mu, eps, rho0) -> None:

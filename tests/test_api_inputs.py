@@ -118,6 +118,13 @@ BAD = [
     (lambda: own(two_token.critical_beta)(1), "d must be >= 2, got 1"),
     (lambda: own(two_token.lyapunov_minus)(1.0, 3, sigma=-1.0), "sigma must be >= 0, got -1"),
     (lambda: own(two_token.hybrid_threshold)(1.0, 3, mu=NAN), "mu must be finite"),
+    (lambda: own(two_token.drift)(1.5, 1.0, 3),
+     "rho must lie in [-1, 1] (it is <X1, X2>), got 1.5"),
+    (lambda: own(two_token.diffusion)(0.0, 1.0, 3, sigma=NAN), "sigma must be finite"),
+    (lambda: own(two_token.scale_g)(0.0, 1.0, 1), "d must be >= 2, got 1"),
+    (lambda: own(two_token.rho_fractions)(np.array([0.5, NAN])),
+     "rho must be finite, not NaN or infinite: got nan at index (1,)"),
+    (lambda: own(two_token.paper_hybrid_threshold)(INF), "beta must be finite"),
     # the samplers
     (lambda: own(spheresde.sample_uniform)(jr.key(0), (-2,), 3),
      "shape must be a tuple of whole sizes >= 1, got (-2,); pass e.g. shape=(10,)"),
@@ -145,6 +152,8 @@ BAD = [
     (lambda: own(data.classifier_optimizer)(1e-3, 0.0, 0), "total_steps must be a whole number"),
     (lambda: own(data.patchify)(np.ones((1, 4, 4, 1)), 0), "patch must be a whole number >= 1"),
     (lambda: own(data.patchify)(np.full((1, 4, 4, 1), NAN), 2), "images must be finite"),
+    (lambda: own(data.load_digits)(0, val_fraction=1.0),
+     "val_fraction must lie strictly between 0 and 1, got 1.0; pass e.g. val_fraction=0.2"),
     (lambda: own(data.load_fashion_mnist)(subset=-1),
      "subset must be a whole number >= 0, got -1; pass e.g. subset=0"),
     # solve: a step count past the cap, refused before any work

@@ -272,6 +272,8 @@ def _evaluations(sums_of, count: int, chunk: int) -> list[ClassifierEvaluation]:
 def evaluate_classifier(model: TransformerClassifier, images, labels, *, tol: float,
                         chunk: int = EVALUATION_CHUNK) -> ClassifierEvaluation:
     """:class:`ClassifierEvaluation` of ``model`` on ``images`` ``(N, n, p)``, by chunks."""
+    _checks.real("tol", tol, at_least=0.0)
+    _checks.whole("chunk", chunk)
     (out,) = _evaluations(lambda s: _evaluate_chunk(model, images[s], labels[s], tol),
                           len(labels), chunk)
     return out
@@ -282,6 +284,8 @@ def evaluate_classifiers(models, images, labels, datasets, *, tol: float,
     """:func:`evaluate_classifier` of ``R`` stacked models at once (one compiled program),
     model ``r`` on set ``datasets[r]`` of ``images`` ``(S, N, n, p)`` and ``labels``
     ``(S, N)``; one :class:`ClassifierEvaluation` per model."""
+    _checks.real("tol", tol, at_least=0.0)
+    _checks.whole("chunk", chunk)
     return _evaluations(
         lambda s: _evaluate_chunks(models, images[:, s], labels[:, s], datasets, tol),
         labels.shape[1], chunk)

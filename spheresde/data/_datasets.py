@@ -65,6 +65,7 @@ def _standardized(train: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def load_digits(seed: int, val_fraction: float = 0.2) -> ImageData:
     """scikit-learn's digits, stratified split into training and validation by ``seed``."""
+    _checks.fraction("val_fraction", val_fraction)
     from sklearn.datasets import load_digits as sklearn_digits
     from sklearn.model_selection import train_test_split
 

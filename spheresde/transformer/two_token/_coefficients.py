@@ -39,6 +39,8 @@ def drift(rho: RealGrid, beta: RealGrid, d: RealGrid, sigma: RealGrid = 1.0, *,
           mu: RealGrid = 0.0, eps: RealGrid | None = None) -> FloatGrid:
     r"""Ito drift of :math:`\rho = \langle X_1, X_2\rangle` (pure noise :math:`\sigma`, or
     hybrid :math:`(\mu, \varepsilon)`)."""
+    _checks.inner_product("rho", rho)
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps)
     return rc().drift(rho, beta, d, noise_scale(sigma, eps), mu)
 
 
@@ -47,12 +49,16 @@ def diffusion(rho: RealGrid, beta: RealGrid, d: RealGrid, sigma: RealGrid = 1.0,
     r"""Diffusion coefficient :math:`s \ge 0` of :math:`\rho`.
 
     :math:`d\rho = m\,dt + s\,dB` in the Ito sense."""
+    _checks.inner_product("rho", rho)
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps)
     return rc().diffusion(rho, beta, d, noise_scale(sigma, eps), mu)
 
 
 def scale_g(rho: RealGrid, beta: RealGrid, d: RealGrid, sigma: RealGrid = 1.0, *,
             mu: RealGrid = 0.0, eps: RealGrid | None = None) -> FloatGrid:
     r""":math:`g(\rho)` with :math:`2m/s^2 = g/(1-\rho^2)`, the scale-function integrand."""
+    _checks.inner_product("rho", rho)
+    _checks.two_tokens(beta, d, sigma=sigma, mu=mu, eps=eps)
     return rc().scale_g(rho, beta, d, noise_scale(sigma, eps), mu)
 
 
@@ -82,6 +88,7 @@ def paper_hybrid_threshold(beta: RealGrid) -> FloatGrid:
     :math:`\beta` halved (logits scaled by 1/2), a convention the rest of the paper does
     not use; both are reported, neither is forced onto the other.
     """
+    _checks.real("beta", beta)
     return np.sqrt(2 * np.exp(-np.asarray(beta, float)))
 
 

@@ -174,6 +174,8 @@ def rho_fractions(rho: Float[ArrayLike, "*grid trajectories"],
     undecided otherwise (:func:`spheresde.transformer.classify` for two tokens). Fields are arrays
     over the leading (grid) axes, with binomial standard errors.
     """
+    _checks.inner_product("rho", rho)
+    _checks.real("tol", tol, at_least=0.0)
     return fractions_from_codes(classify_rho(rho, tol))
 
 

@@ -227,6 +227,21 @@ def first_passage(
     -------
     :class:`FirstPassage`
 
+    Raises
+    ------
+    RuntimeError
+        Where a path's state, its level ``region.level`` or the variance
+        :math:`\sigma_g^2` turns NaN or infinite (a NaN parameter, a drift that blows
+        up): such a path could never be killed and would read as censored at ``t1``.
+    TypeError
+        Under ``jax.grad``, ``jax.jvp``, ``jax.jit`` or ``jax.vmap`` (any traced input, or
+        fields that close over a tracer). The exit times are step times, piecewise
+        constant in every parameter, so their pathwise derivative is 0 almost surely while
+        :math:`d\,\mathbb{E}\tau / d\theta` is not; the message says what to
+        differentiate instead: a central difference of ``.mean`` at :math:`\theta \pm h`
+        on common random numbers (the same ``key``, ``paths`` and ``dt``), checked against
+        the ODE of the mean exit time in ``tests/test_first_passage.py``.
+
     Examples
     --------
     Brownian motion on :math:`S^2` from the pole until it reaches the equator
@@ -242,6 +257,7 @@ def first_passage(
     if not isinstance(region, ExitRegion):
         raise TypeError(f"region must be a spheresde.ExitRegion (ExitRegion.cap, "
                         f"ExitRegion.band or ExitRegion(level)), got {type(region).__name__}")
+    _refuse_traced((sde, region, y0, args, t0, t1, dt))
     y0 = jnp.asarray(y0)
     if paths is not None:
         if not isinstance(paths, int) or isinstance(paths, bool) or paths < 1:
@@ -255,7 +271,12 @@ def first_passage(
                          f"start with paths=..., got shape {y0.shape}")
     solver, y0, ts, _, _ = _check(sde, y0, t0, t1, dt, solver, "unsafe", key, args, None,
                                   False, None, {}, batch=True)
-    inside = np.asarray(jax.vmap(region.level)(y0))
+    inside = jax.vmap(region.level)(y0)
+    # Fields and a level closing over a tracer (a lambda's theta) are no leaves of the
+    # inputs; their values are. Exit times never are (they are step times), which is how
+    # jax.grad would otherwise see no dependence and return 0.
+    _refuse_traced((inside, _fields(sde, ts[0], y0[0], args)))
+    inside = np.asarray(inside)
     if inside.shape != (y0.shape[0],):
         raise ValueError(f"region.level must return a scalar for one state of shape "
                          f"{y0.shape[1:]}, got shape {inside.shape[1:]}")
@@ -263,7 +284,9 @@ def first_passage(
         bad = int(np.flatnonzero(~(inside < 0))[0])
         raise ValueError(f"y0 must lie inside the region (level < 0): path {bad} starts at "
                          f"level {float(inside[bad]):.3g}; pass starts inside the region")
-    times, exited, ys = _run(sde, region, solver, y0, ts, key, args, bool(correction))
+    times, exited, ys, failure = _run(sde, region, solver, y0, ts, key, args,
+                                      bool(correction))
+    times = _raise_nonfinite(times, failure, ts)
     survivors = int(np.sum(~np.asarray(exited)))
     if survivors:
         warnings.warn(f"first_passage: {survivors} of {y0.shape[0]} paths had not left the "
@@ -271,6 +294,57 @@ def first_passage(
                       f"min(tau, t1): pass a larger t1 for E[tau]", stacklevel=2)
     return FirstPassage(times=times.astype(y0.dtype), exited=exited, ys=ys, dt=float(dt),
                         t1=float(t1), corrected=bool(correction))
+
+
+_NONFINITE = (
+    ("the state", "sde.drift or sde.diffusion returned a non-finite value (a NaN or infinite "
+                  "parameter in args or in the SDE, say), or the step is too large for them"),
+    ("region.level", "region.level returned NaN or infinity at a finite state"),
+    ("the variance of the level along the noise",
+     "sde.diffusion at the state, or the gradient of region.level, is not finite"),
+)
+
+
+_TRACED = (
+    "first_passage got traced inputs (it was called under jax.grad, jax.jvp, jax.jit or "
+    "jax.vmap): it runs on concrete values only, and it has no derivative to give. An exit "
+    "time here is the midpoint (or end) of the step in which the path was killed, so it is "
+    "piecewise constant in every parameter of the drift, the diffusion, the region and the "
+    "start: its pathwise derivative is 0 almost surely, while d E[tau] / d theta is not (the "
+    "derivative sits in the law of the step index, not in the times). To differentiate "
+    "E[tau] in a parameter theta, take a central difference of means on common random "
+    "numbers, (first_passage(sde(theta + h), ..., key=key).mean - first_passage(sde(theta - "
+    "h), ..., key=key).mean) / (2 h), with the same key, paths and dt at both points (its "
+    "standard error is that of the path-by-path differences of .times); for one number, "
+    "call first_passage outside jax.jit and jax.vmap")
+
+
+def _refuse_traced(tree):
+    """Refuse tracers in ``tree`` (see ``_TRACED``): under ``jax.grad`` the exit
+    times would give a silent 0, and the checks, warnings and errors of
+    :func:`first_passage` need concrete values."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree)):
+        raise TypeError(_TRACED)
+
+
+@eqx.filter_jit
+def _fields(sde, t, y, args):
+    """Drift and diffusion (on unit increments) at one state."""
+    return sde.drift(t, y, args), sde.diffusion(t, y, args, jnp.ones(sde.noise_shape, y.dtype))
+
+
+def _raise_nonfinite(times, failure, ts):
+    """``times``, after raising where a path's state, level or bridge variance turned
+    non-finite (``failure`` = step, path, which; -1 for none). Such a path is never
+    killed, so its time would read as censored at ``t1``."""
+    step, path, what = (int(v) for v in np.asarray(failure))
+    if step < 0:
+        return times
+    name, cause = _NONFINITE[what]
+    raise RuntimeError(
+        f"first_passage: {name} of path {path} turned NaN or infinite in the step ending at "
+        f"t = {float(ts[step + 1]):.6g}: {cause}. Its exit time would otherwise read as t1, "
+        f"like a path still inside; check the parameters (args, the SDE's fields) and dt")
 
 
 def _level_variance(sde, region, t, y, args):
@@ -296,11 +370,11 @@ def _run(sde, region, solver, y0, ts, key, args, correction):
     measure = jax.vmap(lambda y, t: _level_variance(sde, region, t, y, args), in_axes=(0, None))
 
     def cond(carry):
-        n, _, alive, *_ = carry
-        return (n < steps) & jnp.any(alive)
+        n, _, alive, *_, failure = carry
+        return (n < steps) & jnp.any(alive) & (failure[0] < 0)
 
     def body(carry):
-        n, y, alive, times, exits, state = carry
+        n, y, alive, times, exits, state, failure = carry
         t_a, t_b = ts[n], ts[n + 1]
         y_new, _, _, state, _ = solver.step(terms, t_a, t_b, y, args, state, False)
         y_new = y_new.astype(y.dtype)  # float64 times must not promote a float32 state
@@ -315,6 +389,16 @@ def _run(sde, region, solver, y0, ts, key, args, correction):
             log_u = jnp.log(jr.uniform(jr.fold_in(key_u, n), (paths,), y.dtype,
                                        minval=jnp.finfo(y.dtype).tiny))
             crossed = crossed | (log_u < exponent)
+        # A NaN state, level or variance compares False with everything: the path would
+        # never be killed and would read as censored at t1. Stop and say so instead.
+        nonfinite = jnp.stack([
+            ~jnp.all(jnp.isfinite(y_new.reshape(paths, -1)), axis=1),
+            ~jnp.isfinite(g_new),
+            ~jnp.isfinite(var) if correction else jnp.zeros(paths, bool),
+        ]) & alive
+        first = jnp.argmax(jnp.any(nonfinite, axis=0))
+        failure = jnp.where(jnp.any(nonfinite),
+                            jnp.stack([n, first, jnp.argmax(nonfinite[:, first])]), failure)
         killed = alive & crossed
         keep = alive & ~killed
         # corrected: the step's midpoint (its end would add dt/2 to the mean, the left
@@ -324,13 +408,14 @@ def _run(sde, region, solver, y0, ts, key, args, correction):
         mask = killed.reshape((paths,) + (1,) * (y.ndim - 1))
         exits = jnp.where(mask, y_new, exits)
         y = jnp.where(keep.reshape(mask.shape), y_new, y)
-        return n + 1, y, keep, times, exits, state
+        return n + 1, y, keep, times, exits, state, failure
 
     state = solver.init(terms, ts[0], ts[1], y0, args)
-    init = (jnp.asarray(0), y0, jnp.ones(paths, bool), jnp.full(paths, ts[-1]), y0, state)
-    _, y_end, alive, times, exits, _ = jax.lax.while_loop(cond, body, init)
+    init = (jnp.asarray(0), y0, jnp.ones(paths, bool), jnp.full(paths, ts[-1]), y0, state,
+            jnp.full(3, -1))
+    _, y_end, alive, times, exits, _, failure = jax.lax.while_loop(cond, body, init)
     mask = alive.reshape((paths,) + (1,) * (y0.ndim - 1))
-    return times, ~alive, jnp.where(mask, y_end, exits)
+    return times, ~alive, jnp.where(mask, y_end, exits), failure
 
 
 def extrapolated_exit_time(

@@ -200,15 +200,23 @@ def solve(
     ``jax.jit`` the check becomes Diffrax's runtime error. ``throw=False`` returns the
     solution up to the failure; its ``result`` says what happened.
 
-    **Checks** on concrete inputs: the shapes of drift and diffusion, their tangency (a
+    **Checks**: the shapes of drift and diffusion (at trace time, so also under
+    ``jax.jit``, ``jax.vmap`` and ``jax.grad``: shapes are static), their tangency (a
     Stratonovich drift and any diffusion) at every start and at a few random points of
-    the sphere, and for a state of several rows whether they share noise (above).
+    the sphere, NaN, infinite or zero rows of ``y0``, and for a state of several rows
+    whether they share noise (above). On concrete inputs these raise a ``ValueError``
+    that quotes the offending values. Traced (``y0``, ``args`` or a parameter the fields
+    close over is a tracer of ``jax.jit``, ``jax.vmap`` or ``jax.grad``) the value
+    checks are compiled into the solve with ``equinox.error_if`` and raise a
+    ``RuntimeError`` with the same words, without the values, when it runs. The one
+    check that does not run traced is the :class:`OffSphereWarning` (a warning cannot be
+    given from compiled code): rows off the sphere are then normalized without a word.
 
     Examples
     --------
     Many paths: :func:`solve_batch` (one solve of the stacked paths, as fast as drawing
     their normals), or ``jax.vmap`` over keys and starts (2 to 3 times slower on a CPU,
-    reproducible path by path; checks on values are then skipped).
+    reproducible path by path; the checks on values are then staged, see Checks).
     One state of 8 tokens under the Transformer's common noise, and 2,000 independent
     Brownian paths on :math:`S^2`::
 
@@ -792,27 +800,43 @@ def _check_y0(sde, y0, ts, args, *, batch):
                 f"sde.{name} returns shape {getattr(out, 'shape', type(out).__name__)} for y0 of "
                 f"shape {state.shape} and noise_shape {sde.noise_shape}; it must match y0"
             )
-    if _concrete(y0):
-        # NumPy, not jnp: inside someone else's jit, jnp would stage these checks.
-        values = np.asarray(y0)
-        if not np.all(np.isfinite(values)):
-            raise ValueError("y0 contains NaN or infinite entries")
-        norms = np.linalg.norm(values, axis=-1)
-        if np.any(norms == 0):
-            raise ValueError("y0 has a zero row, which has no direction on the sphere")
-        off = float(np.max(np.abs(norms - 1)))
-        if off > 1000 * np.finfo(values.dtype).eps:
-            warnings.warn(
-                f"y0 rows are off the unit sphere by up to {off:.3g}; normalizing them",
-                OffSphereWarning, stacklevel=3,
-            )
-    y0 = retract(y0)
-    if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
-        starts = y0 if batch else y0[None]
-        _check_tangent(sde, starts, ts[0], args, batch=batch)
-        if y0.ndim - lead == 2 and y0.shape[-2] > 1 and not sde.shared_noise:
-            _check_own_noise(sde, starts[0], ts[0], args, batch=batch)
+    y0 = _check_start(y0)
+    starts = y0 if batch else y0[None]
+    y0 = _check_tangent(sde, y0, starts, ts[0], args, batch=batch)
+    if y0.ndim - lead == 2 and y0.shape[-2] > 1 and not sde.shared_noise:
+        y0 = _check_own_noise(sde, y0, starts[0], ts[0], args, batch=batch)
     return y0
+
+
+def _traced(tree) -> bool:
+    """Whether a leaf of ``tree`` is a tracer: then a check on values is staged with
+    ``equinox.error_if`` (it raises when the compiled function runs) instead of raising
+    here with the offending values in the message."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def _check_start(y0):
+    """``y0`` with its rows normalized, after refusing NaN, infinity or a zero row, and
+    warning (:class:`OffSphereWarning`) about rows off the sphere. Traced, the two
+    refusals are staged (``equinox.error_if``) and the warning is not given: it would
+    need the values."""
+    nonfinite = "y0 contains NaN or infinite entries"
+    zero = "y0 has a zero row, which has no direction on the sphere"
+    if _traced(y0):
+        y0 = eqx.error_if(y0, jnp.any(~jnp.isfinite(y0)), nonfinite)
+        return retract(eqx.error_if(y0, jnp.any(jnp.sum(y0 * y0, axis=-1) == 0), zero))
+    # NumPy, not jnp: inside someone else's jit, jnp would stage these checks.
+    values = np.asarray(y0)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(nonfinite)
+    norms = np.linalg.norm(values, axis=-1)
+    if np.any(norms == 0):
+        raise ValueError(zero)
+    off = float(np.max(np.abs(norms - 1)))
+    if off > 1000 * np.finfo(y0.dtype).eps:
+        warnings.warn(f"y0 rows are off the unit sphere by up to {off:.3g}; normalizing them",
+                      OffSphereWarning, stacklevel=4)
+    return retract(y0)
 
 
 _MUST_BE_TANGENT = {
@@ -823,18 +847,19 @@ _MUST_BE_TANGENT = {
 }
 
 
-def _check_tangent(sde, starts, t, args, *, batch, probes=4):
-    """Refuse a diffusion (either sense) or a Stratonovich drift with a normal part,
-    probed in one ``jax.vmap`` at every start in ``starts`` (shape ``(paths, *state)``)
-    and at ``probes`` points drawn uniformly on the sphere (the fields must be tangent
-    everywhere, not only where the paths start), the diffusion with a fixed increment.
-    The Stratonovich solvers take both as tangent and would move the state off the
-    sphere, or, with ``Retracted``, turn the normal part into a wrong Ito drift; the Ito
-    schemes drop a normal part of the diffusion each in its own way (GeodesicEuler
-    projects it away, Retracted(Euler) keeps its square in the normal drift), so they
-    converge to different processes and neither is the SDE written. (An Ito drift may
-    have a normal part: it is fixed by the diffusion, and the Ito schemes use only the
-    tangent part.)"""
+def _check_tangent(sde, y0, starts, t, args, *, batch, probes=4):
+    """``y0``, after refusing a diffusion (either sense) or a Stratonovich drift with a
+    normal part, probed in one ``jax.vmap`` at every start in ``starts`` (shape
+    ``(paths, *state)``) and at ``probes`` points drawn uniformly on the sphere (the fields
+    must be tangent everywhere, not only where the paths start), the diffusion with a
+    fixed increment. The Stratonovich solvers take both as tangent and would move the
+    state off the sphere, or, with ``Retracted``, turn the normal part into a wrong Ito
+    drift; the Ito schemes drop a normal part of the diffusion each in its own way
+    (GeodesicEuler projects it away, Retracted(Euler) keeps its square in the normal
+    drift), so they converge to different processes and neither is the SDE written. (An
+    Ito drift may have a normal part: it is fixed by the diffusion, and the Ito schemes
+    use only the tangent part.) Traced (under ``jax.jit`` or ``jax.vmap``), the check is
+    staged with ``equinox.error_if`` and its message cannot quote the values."""
     dtype = starts.dtype
     # fixed draws from NumPy: no random-number kernel to compile into the probe
     rng = np.random.default_rng(0)
@@ -842,20 +867,18 @@ def _check_tangent(sde, starts, t, args, *, batch, probes=4):
     elsewhere = rng.normal(size=(probes, *starts.shape[1:]))
     elsewhere = (elsewhere / np.linalg.norm(elsewhere, axis=-1, keepdims=True)).astype(dtype)
     points = jnp.concatenate([starts, jnp.asarray(elsewhere)])
-    values = _tangent_probe(sde, points, t, args, jnp.asarray(dw))
+    probed = _tangent_probe(sde, points, t, args, jnp.asarray(dw))
+    if _traced((y0, probed)):  # probed: also drift and diffusion closing over tracers
+        for name, (_, _, bad) in probed.items():
+            y0 = eqx.error_if(y0, jnp.any(bad), f"sde.{name} is not tangent to the sphere at "
+                              f"a start or at a probe point; {_MUST_BE_TANGENT[name]}, e.g. "
+                              f"return spheresde.project_tangent(y, ...)")
+        return y0
     points = np.asarray(points)
     for name, formula in (("drift", "f(y)"), ("diffusion", "g(y) dw")):
-        if name not in values:
+        if name not in probed:
             continue
-        value = np.asarray(values[name])
-        # |<y_i, v_i>| per row; a field that is not finite somewhere is not judged there
-        normal = np.abs(np.sum(points * value, axis=-1))
-        size = np.linalg.norm(value, axis=-1)
-        # rounding scale: the largest row of the same point (as a field computed from
-        # all rows may carry their rounding)
-        scale = size.reshape(size.shape[0], -1).max(axis=1).reshape(-1, *(1,) * (size.ndim - 1))
-        tol = 1000 * np.finfo(dtype).eps * np.maximum(scale, 1.0)
-        bad = np.isfinite(normal) & (normal > tol)
+        normal, size, bad = (np.asarray(x) for x in probed[name])
         if not bad.any():
             continue
         where = np.argwhere(bad)[0]
@@ -874,32 +897,50 @@ def _check_tangent(sde, starts, t, args, *, batch, probes=4):
             f"{float(size[(point, *row)]):.3g} there); {_MUST_BE_TANGENT[name]}, e.g. return "
             f"spheresde.project_tangent(y, ...)"
         )
+    return y0
 
 
 @eqx.filter_jit  # one compilation, not one per operation of an eager vmap
 def _tangent_probe(sde, points, t, args, dw):
+    """For the diffusion (and a Stratonovich drift): ``(normal, size, bad)`` per point and
+    row, ``|<y_i, v_i>|``, ``|v_i|`` and whether the normal part exceeds rounding."""
     def fields(y):
         out = {"diffusion": sde.diffusion(t, y, args, dw)}
         if sde.convention == "stratonovich":
             out["drift"] = sde.drift(t, y, args)
         return out
 
-    return jax.vmap(fields)(points)
+    def defect(value):
+        normal = jnp.abs(jnp.sum(points * value, axis=-1))
+        size = jnp.linalg.norm(value, axis=-1)
+        # rounding scale: the largest row of the same point (as a field computed from
+        # all rows may carry their rounding)
+        scale = jnp.max(size.reshape(size.shape[0], -1), axis=1)
+        scale = scale.reshape(-1, *(1,) * (size.ndim - 1))
+        tol = 1000 * jnp.finfo(points.dtype).eps * jnp.maximum(scale, 1.0)
+        # a field that is not finite somewhere is not judged there
+        return normal, size, jnp.isfinite(normal) & (normal > tol)
+
+    return {name: defect(value) for name, value in jax.vmap(fields)(points).items()}
 
 
 @eqx.filter_jit
 def _noise_probe(sde, y, t, args, u, signs):
-    """``G G^T (s u)`` for each row ``s`` of ``signs`` (see :func:`_check_own_noise`)."""
+    """Whether ``G G^T (s u) = s G G^T u`` fails for a row ``s`` of ``signs`` beyond
+    rounding (see :func:`_check_own_noise`)."""
     def g(dw):
         return sde.diffusion(t, y, args, dw)
 
     _, pullback = jax.vjp(g, jnp.zeros(sde.noise_shape, y.dtype))
-    return jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+    cov = jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+    gap = jnp.abs(cov[1:] - signs[1:, :, None] * cov[0])
+    scale = jnp.max(jnp.abs(cov))
+    return jnp.all(jnp.isfinite(gap)) & (jnp.max(gap) > 1000 * jnp.finfo(y.dtype).eps * scale)
 
 
-def _check_own_noise(sde, y, t, args, *, batch):
-    r"""Refuse a state of several rows whose diffusion drives the rows with shared noise,
-    unless the SDE says so (``shared_noise=True``).
+def _check_own_noise(sde, y0, y, t, args, *, batch):
+    r"""``y0``, after refusing a state of several rows whose diffusion drives the rows
+    with shared noise, unless the SDE says so (``shared_noise=True``).
 
     With :math:`G` the linear map ``dw -> diffusion(t, y, args, dw)``, the increments of
     rows :math:`i` and :math:`j` have covariance :math:`G_i G_j^\top dt`: the rows have
@@ -907,20 +948,17 @@ def _check_own_noise(sde, y, t, args, *, batch):
     ``u`` and the signs :math:`s^{(b)}_i = (-1)^{\text{bit } b \text{ of } i}`,
     :math:`\Sigma (s^{(b)} u) = s^{(b)} \Sigma u` for every ``b`` exactly when it is (any
     two rows differ in some bit), so ``1 + log2(n)`` products with :math:`G^\top` (one
-    ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide."""
+    ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide. The
+    check looks at the first state ``y``; traced, it is staged (``equinox.error_if``)."""
     n = y.shape[0]
     u = np.random.default_rng(2).normal(size=y.shape).astype(y.dtype)
     bits = max(1, math.ceil(math.log2(n)))
     flips = (np.arange(n)[None] >> np.arange(bits)[:, None]) & 1
     signs = np.concatenate([np.ones((1, n)), 1 - 2 * flips]).astype(y.dtype)
     try:
-        cov = np.asarray(_noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs)))
+        shared = _noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs))
     except Exception:  # a diffusion JAX cannot differentiate (a callback, say):
-        return  # the probe cannot tell; the solve itself only needs the forward map
-    gap = np.abs(cov[1:] - signs[1:, :, None] * cov[0])
-    scale = float(np.max(np.abs(cov))) if cov.size else 0.0
-    if not np.all(np.isfinite(gap)) or float(np.max(gap)) <= 1000 * np.finfo(y.dtype).eps * scale:
-        return
+        return y0  # the probe cannot tell; the solve itself only needs the forward map
     d = y.shape[-1]
     if batch:
         each, independent = "each path's state", (
@@ -932,7 +970,7 @@ def _check_own_noise(sde, y, t, args, *, batch):
             f"For {n} independent paths on S^{d - 1}, use solve_batch(sde, y0, ...) (one "
             f"path per row of y0; or jax.vmap solve over keys), or give each row its own "
             f"noise (noise_shape ({n}, ...))")
-    raise ValueError(
+    message = (
         f"{each} has {n} rows (points on S^{d - 1}) and sde.diffusion drives them with noise "
         f"they share (noise_shape {sde.noise_shape}; the increments of different rows are "
         f"correlated), but the SDE does not say so. {independent}; for one state of {n} "
@@ -940,3 +978,8 @@ def _check_own_noise(sde, y, t, args, *, batch):
         f"Transformer's tokens (transformer_sde), declare it: "
         f"SphereSDE(..., shared_noise=True)"
     )
+    if _traced((y0, shared)):
+        return eqx.error_if(y0, shared, message)
+    if bool(shared):
+        raise ValueError(message)
+    return y0

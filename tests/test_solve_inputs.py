@@ -170,7 +170,7 @@ def test_non_tangent_ito_diffusion_refused():
 def test_tangent_diffusion_in_float32_passes_the_probe():
     # Rounding of a tangent diffusion (float32) must not trip the check: no error here.
     y0 = spheresde.sample_uniform(jr.key(3), (5,), 3, dtype=jnp.float32)
-    spheresde._solve._check_tangent(STRAT, y0[None], 0.0, None, batch=False)
+    spheresde._solve._check_tangent(STRAT, y0, y0[None], 0.0, None, batch=False)
 
 
 @pytest.mark.parametrize(

@@ -134,6 +134,10 @@ def solve(
         says so, ``SphereSDE(..., shared_noise=True)`` (the Transformer's tokens,
         :func:`transformer_sde`); ``n`` independent paths are :func:`solve_batch` with
         one row per path (docs: theory, schemes, "Independent paths or shared noise").
+        **A state of several parts** (``SphereSDE(..., manifold=...)``): a pytree of the
+        manifold's structure, each sphere leaf ``(d,)`` or ``(n, d)`` (rows normalized to
+        the leaf's radius), each Euclidean leaf of any shape; the result's ``ys`` has
+        that structure, and messages name the leaf (``y0[1]``, ``y0['e']``).
     t0, t1, dt
         Concrete numbers (they fix the grid) with ``t1 > t0`` and ``dt > 0``.
     key
@@ -260,7 +264,8 @@ def solve_batch(
     """Independent sample paths, one per row of ``y0``, compiled once.
 
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
-    start to give every path the same one). Every path has its own Brownian path; within
+    start to give every path the same one), or, for a state of several parts, is a pytree
+    whose every leaf has the ``paths`` axis first. Every path has its own Brownian path; within
     a path of ``n`` rows, noise shared by the rows must be declared as in :func:`solve`
     (``SphereSDE(..., shared_noise=True)``). The result has the dtype of ``y0``.
     ``ys`` of the returned ``Solution`` gains a leading ``paths`` axis; ``ts``, the same
@@ -849,7 +854,8 @@ def _check_y0(sde, y0, ts, args, *, batch):
     starts = y0 if batch else jax.tree.map(lambda leaf: leaf[None], y0)
     y0 = _check_tangent(sde, y0, starts, ts[0], args, batch=batch, names=names)
     one = leaves[0]
-    if not sde.tree_state and one.ndim - lead == 2 and one.shape[-2] > 1 and not sde.shared_noise:
+    if (isinstance(sde.manifold, Sphere) and one.ndim - lead == 2 and one.shape[-2] > 1
+            and not sde.shared_noise):
         y0 = _check_own_noise(sde, y0, starts[0], ts[0], args, batch=batch)
     return y0
 
@@ -955,9 +961,12 @@ def _check_tangent(sde, y0, starts, t, args, *, batch, names=("y0",), probes=4):
     probed = _tangent_probe(sde, points, t, args, dw)
     if _traced((y0, probed)):  # probed: also drift and diffusion closing over tracers
         for name, defects in probed.items():
-            bad = jnp.any(jnp.stack([jnp.any(d[2]) for d in defects if d is not None]))
-            y0 = eqx.error_if(y0, bad, f"sde.{name} is not tangent to the sphere at a start "
-                              f"or at a probe point; {_MUST_BE_TANGENT[name]}, e.g. return "
+            spheres = [jnp.any(d[2]) for d in defects if d is not None]
+            if not spheres:  # a state of Euclidean leaves only
+                continue
+            y0 = eqx.error_if(y0, jnp.any(jnp.stack(spheres)),
+                              f"sde.{name} is not tangent to the sphere at a start or at a "
+                              f"probe point; {_MUST_BE_TANGENT[name]}, e.g. return "
                               f"spheresde.project_tangent(y, ...)")
         return y0
     paths = leaves[0].shape[0]

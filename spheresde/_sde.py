@@ -190,11 +190,11 @@ class SphereSDE(eqx.Module):
 
     def terms(self, brownian: diffrax.AbstractPath) -> diffrax.MultiTerm:
         """Diffrax terms ``(drift dt, diffusion dW)`` driven by the path ``brownian``."""
-        diffusion = _DiffusionTerm(self.diffusion, brownian, self.manifold, self.noise_def)
+        diffusion = DiffusionTerm(self.diffusion, brownian, self.manifold, self.noise_def)
         return diffrax.MultiTerm(diffrax.ODETerm(self.drift), diffusion)
 
 
-class _DiffusionTerm(diffrax.AbstractTerm):
+class DiffusionTerm(diffrax.AbstractTerm):
     """``g(t, y)[dW]`` applied to the increment; the matrix ``g`` is never formed.
 
     ``vf`` is the linear map ``dw -> g(t, y)[dw]`` as a lineax operator (Diffrax's term

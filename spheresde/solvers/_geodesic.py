@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from equinox.internal import ω
 
 from .._geometry import Sphere, is_manifold, leafwise
+from .._sde import DiffusionTerm
 from .._typing import State
 
 
@@ -19,8 +20,8 @@ def manifold_of(terms):
     """The manifold (tree) of the state that ``terms`` drive: the one
     :meth:`SphereSDE.terms <spheresde.SphereSDE.terms>` put on its diffusion term, the
     unit sphere for terms built otherwise (a plain array on :math:`S^{d-1}`)."""
-    for term in jax.tree.leaves(terms, is_leaf=lambda x: hasattr(x, "manifold")):
-        if hasattr(term, "manifold"):
+    for term in jax.tree.leaves(terms, is_leaf=lambda x: isinstance(x, DiffusionTerm)):
+        if isinstance(term, DiffusionTerm):
             return term.manifold
     return Sphere()
 

@@ -18,6 +18,8 @@ from ._first_passage import ExitRegion as ExitRegion
 from ._first_passage import FirstPassage as FirstPassage
 from ._first_passage import extrapolated_exit_time as extrapolated_exit_time
 from ._first_passage import first_passage as first_passage
+from ._geometry import Euclidean as Euclidean
+from ._geometry import Sphere as Sphere
 from ._geometry import exp_map as exp_map
 from ._geometry import geodesic_distance as geodesic_distance
 from ._geometry import log_map as log_map

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 
-from ._typing import Array, PRNGKeyArray, Words
+from ._typing import Array, PRNGKeyArray, State, Words
 
 
 class WeakBrownianPath(diffrax.AbstractBrownianPath):
@@ -36,25 +36,35 @@ class WeakBrownianPath(diffrax.AbstractBrownianPath):
     ----------
     shape
         ``jax.ShapeDtypeStruct`` (or a tuple of ints, default float dtype) of one
-        increment.
+        increment, or a pytree of them (increments that are pytrees, each leaf with signs
+        of its own).
     key
         PRNG key; the increment over ``[t0, t1]`` is drawn from it folded with the bits
         of ``t0`` and ``t1`` (as ``UnsafeBrownianPath`` does), so a run is reproducible.
     """
 
-    shape: jax.ShapeDtypeStruct = eqx.field(static=True)
+    shape_def: tuple = eqx.field(static=True)
     key: PRNGKeyArray
 
     def __init__(self, shape, key: PRNGKeyArray):
         if isinstance(shape, tuple) and all(isinstance(s, int) for s in shape):
             shape = jax.ShapeDtypeStruct(shape, jnp.result_type(float))
-        if not isinstance(shape, jax.ShapeDtypeStruct):
-            raise TypeError(f"shape must be a tuple of ints or a jax.ShapeDtypeStruct, got "
-                            f"{shape!r}")
-        if not jnp.issubdtype(shape.dtype, jnp.floating):
-            raise ValueError(f"WeakBrownianPath needs a real floating dtype, got {shape.dtype}")
-        self.shape = shape
+        leaves, treedef = jax.tree.flatten(shape)
+        if not leaves or not all(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves):
+            raise TypeError(f"shape must be a tuple of ints, a jax.ShapeDtypeStruct or a "
+                            f"pytree of them, got {shape!r}")
+        for leaf in leaves:
+            if not jnp.issubdtype(leaf.dtype, jnp.floating):
+                raise ValueError(f"WeakBrownianPath needs a real floating dtype, got "
+                                 f"{leaf.dtype}")
+        # (structure, leaves): a dict of shapes is no hashable static field
+        self.shape_def = (treedef, tuple(leaves))
         self.key = key
+
+    @property
+    def shape(self):
+        """The ``jax.ShapeDtypeStruct`` of one increment (a pytree of them)."""
+        return jax.tree.unflatten(*self.shape_def)
 
     @property
     def levy_area(self):
@@ -69,7 +79,7 @@ class WeakBrownianPath(diffrax.AbstractBrownianPath):
     def t1(self):
         return jnp.inf
 
-    def evaluate(self, t0, t1=None, left: bool = True, use_levy: bool = False) -> Array:
+    def evaluate(self, t0, t1=None, left: bool = True, use_levy: bool = False) -> State:
         """The increment over ``[t0, t1]`` (over ``[0, t0]`` when ``t1`` is ``None``).
 
         ``left`` is ignored (a two-point increment has no sides); ``use_levy=True`` is
@@ -83,8 +93,11 @@ class WeakBrownianPath(diffrax.AbstractBrownianPath):
             t0, t1 = jnp.zeros_like(t0), t0
         t0, t1 = jnp.asarray(t0), jnp.asarray(t1)
         key = _fold_time(_fold_time(self.key, t0), t1)
-        scale = jnp.sqrt(t1 - t0).astype(self.shape.dtype)
-        return scale * random_signs(key, self.shape.shape, self.shape.dtype)
+        treedef, leaves = self.shape_def
+        keys = jr.split(key, len(leaves)) if len(leaves) > 1 else [key]
+        return jax.tree.unflatten(treedef, [
+            jnp.sqrt(t1 - t0).astype(leaf.dtype) * random_signs(k, leaf.shape, leaf.dtype)
+            for k, leaf in zip(keys, leaves, strict=True)])
 
 
 def _fold_time(key: PRNGKeyArray, t: Array) -> PRNGKeyArray:

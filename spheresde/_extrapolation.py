@@ -81,8 +81,8 @@ def extrapolated_expectation(
     sde, y0, t0, t1, solver, args, **solve_kwargs
         As in :func:`solve_batch` (``y0`` of shape ``(paths, ...)``, fixed steps only).
     f
-        The function of the final state of one path (shape ``y0.shape[1:]``), returning
-        a scalar; applied under ``jax.vmap``.
+        The function of the final state of one path (shape ``y0.shape[1:]``, or a pytree
+        state), returning a scalar; applied under ``jax.vmap``.
     dt
         The finer step; ``(t1 - t0) / (2 dt)`` must be an integer, so that the two grids
         are uniform (a shortened last step would break the error expansion).
@@ -113,7 +113,7 @@ def extrapolated_expectation(
     def ends(step, k):
         sol = solve_batch(sde, y0, t0, t1, step, key=k, solver=solver, brownian=brownian,
                           brownian_tol=brownian_tol, args=args, **solve_kwargs)
-        return jax.vmap(f)(sol.ys[:, -1])
+        return jax.vmap(f)(jax.tree.map(lambda ys: ys[:, -1], sol.ys))
 
     return richardson(ends(dt, keys[0]), ends(2 * float(dt), keys[1]))
 

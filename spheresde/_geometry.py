@@ -1,13 +1,16 @@
-"""Geometry of the unit sphere S^{d-1} embedded in R^d.
+"""Geometry of the unit sphere S^{d-1} embedded in R^d, and the manifolds of a state.
 
 Every function acts on the last axis and is vectorized over leading axes, so a
-configuration of n tokens is an array of shape ``(n, d)``.
+configuration of n tokens is an array of shape ``(n, d)``. :class:`Sphere` (any radius)
+and :class:`Euclidean` declare, leaf for leaf, where the parts of a state live
+(``SphereSDE(..., manifold=...)``); the solvers step each leaf with its methods.
 """
 
 from __future__ import annotations
 
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -102,3 +105,89 @@ def sample_uniform(key: PRNGKeyArray, shape: tuple[int, ...], d: int, dtype=None
 def norm_error(y: SpherePoint) -> Array:
     """Largest deviation ``max | |y_i| - 1 |`` over all points: the drift off the sphere."""
     return jnp.max(jnp.abs(norm(y) - 1.0))
+
+
+class Sphere(eqx.Module):
+    r"""The sphere :math:`\{y \in \mathbb{R}^d : |y| = r\}` of radius ``radius``, for a leaf
+    of a state: its rows (shape ``(d,)`` or ``(n, d)``) lie on it.
+
+    The methods are the steps of the solvers on such a leaf, on the last axis: the
+    projection on the tangent space, the exponential map (with a Newton step on the
+    norm, so that rounding does not accumulate), parallel transport along a great
+    circle, the retraction and the great-circle interpolation. ``radius`` is static, and
+    at ``radius=1.0`` each is the unit-sphere formula of this module, operation for
+    operation (no multiplication by 1).
+    """
+
+    radius: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        if not (isinstance(self.radius, (int, float)) and math.isfinite(self.radius)
+                and self.radius > 0):
+            raise ValueError(f"Sphere(radius=...) takes a positive finite number, got "
+                             f"{self.radius!r}")
+
+    def _scale(self, x):
+        """``x / r^2``, left alone on the unit sphere."""
+        return x if self.radius == 1 else x / self.radius**2
+
+    def tangent(self, y, u):
+        r""":math:`u - \langle y, u\rangle y / r^2` at a point ``y`` of the sphere."""
+        return u - self._scale(inner(y, u)) * y
+
+    def exp(self, y, v):
+        r""":math:`\exp_y(v) = \cos\theta\,\tfrac{3 - |y|^2/r^2}{2}\,y +
+        \operatorname{sinc}\theta\,v` with :math:`\theta = |v|/r`, for ``y`` on the
+        sphere up to rounding and a tangent ``v`` (the factor is one Newton step for
+        :math:`r/|y|`)."""
+        cos, sinc = cos_sinc(self._scale(inner(v, v)))
+        return cos * (1.5 - 0.5 * self._scale(inner(y, y))) * y + sinc * v
+
+    def transport(self, x, y, u):
+        r"""Parallel transport of ``u`` from ``x`` to ``y`` along the great circle,
+        :math:`u - \frac{\langle y, u\rangle}{r^2 + \langle x, y\rangle}(x + y)`."""
+        return u - inner(y, u) / (self.radius**2 + inner(x, y)) * (x + y)
+
+    def retract(self, y):
+        r""":math:`r\,y / |y|`."""
+        return retract(y) if self.radius == 1 else self.radius * retract(y)
+
+    def interpolate(self, y0, y1, s):
+        """The point at fraction ``s`` of the great circle from ``y0`` to ``y1``."""
+        if self.radius == 1:
+            return exp_map(y0, s * log_map(y0, y1))
+        r = self.radius
+        return r * exp_map(y0 / r, s * log_map(y0 / r, y1 / r))
+
+
+class Euclidean(eqx.Module):
+    r"""Flat space :math:`\mathbb{R}^{\dots}` for a leaf of a state (any shape): the
+    solvers step it as the flat scheme (Euler, Heun, midpoint) would."""
+
+    def tangent(self, y, u):
+        return u
+
+    def exp(self, y, v):
+        return y + v
+
+    def transport(self, x, y, u):
+        return u
+
+    def retract(self, y):
+        return y
+
+    def interpolate(self, y0, y1, s):
+        return y0 + s * (y1 - y0)
+
+
+def is_manifold(x) -> bool:
+    """Whether ``x`` is a :class:`Sphere` or :class:`Euclidean` (a leaf of a manifold tree)."""
+    return isinstance(x, (Sphere, Euclidean))
+
+
+def leafwise(method: str, manifold, *trees):
+    """``manifold.<method>(*leaves)`` leaf for leaf over a state pytree and its
+    ``manifold`` tree (of the same structure, :class:`Sphere` or :class:`Euclidean` at
+    each leaf); one array state and one manifold are the tree of one leaf."""
+    return jax.tree.map(lambda m, *leaves: getattr(m, method)(*leaves), manifold, *trees,
+                        is_leaf=is_manifold)

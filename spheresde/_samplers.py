@@ -43,7 +43,17 @@ VMF_ROUNDS = (65536, 8192, 1024)
 _VMF_MIN_ACCEPTANCE = 0.65
 
 
-def _as_direction(mu, name: str) -> Array:
+def _radius(radius) -> float:
+    """``radius`` as a positive finite float, or a ``ValueError`` that says so."""
+    if not (isinstance(radius, (int, float)) and math.isfinite(radius) and radius > 0):
+        raise ValueError(f"radius must be a positive finite number (the sphere's), got "
+                         f"{radius!r}")
+    return float(radius)
+
+
+def _as_direction(mu, name: str, radius: float = 1.0) -> Array:
+    """The rows of ``mu`` as unit directions, after checking that they lie on the sphere
+    of ``radius`` (to within :data:`MU_TOLERANCE` relative)."""
     _checks.real(name, mu)
     mu = jnp.asarray(mu)
     if not jnp.issubdtype(mu.dtype, jnp.floating):
@@ -53,10 +63,16 @@ def _as_direction(mu, name: str) -> Array:
                          f"got shape {mu.shape}")
     if not isinstance(mu, jax.core.Tracer):
         values = np.asarray(mu, dtype=np.float64)
-        lengths = np.linalg.norm(values, axis=-1)
+        lengths = np.linalg.norm(values, axis=-1) / radius
         off = np.abs(lengths - 1)
         if np.any(off > MU_TOLERANCE):
             row = np.unravel_index(int(np.argmax(off)), off.shape)
+            if radius != 1:
+                raise ValueError(
+                    f"{name} must lie on the sphere of radius {radius:g} (|{name}| = {radius:g} "
+                    f"to within {MU_TOLERANCE:g} relative), got |{name}| = "
+                    f"{float(lengths[row]) * radius:.6g} at index "
+                    f"{tuple(int(i) for i in row)}; pass {radius:g} {name} / |{name}|")
             raise ValueError(
                 f"{name} must hold unit vectors (|{name}| = 1 to within {MU_TOLERANCE:g}), got "
                 f"|{name}| = {float(lengths[row]):.6g} at index {tuple(int(i) for i in row)}; "
@@ -199,9 +215,11 @@ def _around(key: PRNGKeyArray, y: SpherePoint, cosine: Array, sine: Array) -> Sp
     return jnp.moveaxis(cosine * y + sine * v, 0, -1)
 
 
-def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...] = ()
-                            ) -> SpherePoint:
-    r"""Independent von Mises--Fisher points, density :math:`\propto e^{\kappa x^\top\mu}`.
+def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...] = (), *,
+                            radius: float = 1.0) -> SpherePoint:
+    r"""Independent von Mises--Fisher points, density :math:`\propto e^{\kappa x^\top\mu}`
+    (:math:`\propto e^{\kappa x^\top\mu / r}` on the sphere of radius :math:`r`: ``radius``
+    times the unit-sphere points).
 
     The cosine :math:`w = \langle x, \mu\rangle` has density
     :math:`\propto e^{\kappa w}(1 - w^2)^{(d-3)/2}` on :math:`[-1, 1]`; then
@@ -263,6 +281,8 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
         shaped ``mu`` raises too (unchecked under ``jit``, where a zero row gives NaN).
     shape
         Leading shape of the independent draws.
+    radius
+        Radius :math:`r` of the sphere (``mu`` is a unit direction all the same).
 
     Returns
     -------
@@ -270,6 +290,7 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
     float32). Differentiable in ``mu`` (the cosine does not depend on it and the
     tangent direction smoothly), not in ``kappa``.
     """
+    radius = _radius(radius)
     mu = _as_direction(mu, "mu")
     shape = _checks.sizes("shape", shape)
     batch = (*shape, *mu.shape[:-1])
@@ -291,7 +312,8 @@ def sample_von_mises_fisher(key: PRNGKeyArray, mu, kappa, shape: tuple[int, ...]
                              f"mu), got {bad}")
     dtype = mu.dtype
     work = jnp.promote_types(dtype, jnp.float32)
-    return _von_mises_fisher(key, mu.astype(work), kappa.astype(work), shape).astype(dtype)
+    unit = _von_mises_fisher(key, mu.astype(work), kappa.astype(work), shape).astype(dtype)
+    return unit if radius == 1 else radius * unit
 
 
 @functools.partial(jax.jit, static_argnums=3)
@@ -414,9 +436,12 @@ def _cosine_wood(key, kappa, d, n, dtype):
     return jax.lax.cond(head < tail, give_up, lambda w: w, w), sine_sq
 
 
-def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()) -> SpherePoint:
+def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = (), *,
+                           radius: float = 1.0) -> SpherePoint:
     r"""Brownian motion on :math:`S^{d-1}` (generator :math:`\tfrac12\Delta`) at time ``t``
-    from ``y0``, drawn in one go.
+    from ``y0``, drawn in one go; on the sphere of radius :math:`r` (``radius``, generator
+    :math:`\tfrac12\Delta_r`, the Stratonovich SDE :math:`dY = P_Y \circ dW` there), the
+    unit-sphere motion from :math:`y_0 / r` at time :math:`t / r^2`, times :math:`r`.
 
     The method of Mijatović, Mramor and Uribe (2020, *A note on the exact simulation of
     spherical Brownian motion*, Statist. Probab. Lett. 165). The cosine
@@ -463,6 +488,9 @@ def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()
         Time, a concrete number ``> 0`` (the table of :math:`q_m(t)` is built for it).
     shape
         Leading shape of the independent draws.
+    radius
+        Radius :math:`r` of the sphere; the rows of ``y0`` have length :math:`r` (to
+        within 1e-4 relative).
 
     Returns
     -------
@@ -470,13 +498,16 @@ def sample_brownian_motion(key: PRNGKeyArray, y0, t, shape: tuple[int, ...] = ()
     :func:`sample_von_mises_fisher` is in ``mu``.
     """
     shape = _checks.sizes("shape", shape)
-    y0 = _as_direction(y0, "y0")
+    radius = _radius(radius)
+    y0 = _as_direction(y0, "y0", radius)
     if isinstance(t, jax.core.Tracer) or np.ndim(t) != 0:
         raise TypeError(f"t must be a concrete scalar (the law of the number of lineages is "
                         f"tabulated for it), got {t!r}")
     t = float(t)
     if not (math.isfinite(t) and t > 0):
         raise ValueError(f"t must be a positive finite time, got t={t}")
+    if radius != 1:
+        return radius * sample_brownian_motion(key, y0, t / radius**2, shape)
     if t < TABLE_MIN_TIME:
         mean, var = griffiths_moments(t, y0.shape[-1] - 1)
         # -1/6: the next term of the mean, measured on the exact tables (t = 0.01 to

@@ -19,7 +19,7 @@ from ._checks import HALF_PRECISION as _HALF
 from ._checks import MAX_STEPS
 from ._checks import concrete as _concrete
 from ._devices import leading_axis_sharding
-from ._geometry import retract
+from ._geometry import Euclidean, Sphere, is_manifold
 from ._sde import SphereSDE
 from ._typing import Array, PRNGKeyArray
 from .solvers import AbstractGeodesicSolver, GeodesicEuler, GeodesicMidpoint, Retracted
@@ -137,6 +137,10 @@ def solve(
         says so, ``SphereSDE(..., shared_noise=True)`` (the Transformer's tokens,
         :func:`transformer_sde`); ``n`` independent paths are :func:`solve_batch` with
         one row per path (docs: theory, schemes, "Independent paths or shared noise").
+        **A state of several parts** (``SphereSDE(..., manifold=...)``): a pytree of the
+        manifold's structure, each sphere leaf ``(d,)`` or ``(n, d)`` (rows normalized to
+        the leaf's radius), each Euclidean leaf of any shape; the result's ``ys`` has
+        that structure, and messages name the leaf (``y0[1]``, ``y0['e']``).
     t0, t1, dt
         Concrete numbers (they fix the grid) with ``t1 > t0`` and ``dt > 0``.
     key
@@ -203,15 +207,23 @@ def solve(
     ``jax.jit`` the check becomes Diffrax's runtime error. ``throw=False`` returns the
     solution up to the failure; its ``result`` says what happened.
 
-    **Checks** on concrete inputs: the shapes of drift and diffusion, their tangency (a
+    **Checks**: the shapes of drift and diffusion (at trace time, so also under
+    ``jax.jit``, ``jax.vmap`` and ``jax.grad``: shapes are static), their tangency (a
     Stratonovich drift and any diffusion) at every start and at a few random points of
-    the sphere, and for a state of several rows whether they share noise (above).
+    the sphere, NaN, infinite or zero rows of ``y0``, and for a state of several rows
+    whether they share noise (above). On concrete inputs these raise a ``ValueError``
+    that quotes the offending values. Traced (``y0``, ``args`` or a parameter the fields
+    close over is a tracer of ``jax.jit``, ``jax.vmap`` or ``jax.grad``) the value
+    checks are compiled into the solve with ``equinox.error_if`` and raise a
+    ``RuntimeError`` with the same words, without the values, when it runs. The one
+    check that does not run traced is the :class:`OffSphereWarning` (a warning cannot be
+    given from compiled code): rows off the sphere are then normalized without a word.
 
     Examples
     --------
     Many paths: :func:`solve_batch` (one solve of the stacked paths, as fast as drawing
     their normals), or ``jax.vmap`` over keys and starts (2 to 3 times slower on a CPU,
-    reproducible path by path; checks on values are then skipped).
+    reproducible path by path; the checks on values are then staged, see Checks).
     One state of 8 tokens under the Transformer's common noise, and 2,000 independent
     Brownian paths on :math:`S^2`::
 
@@ -255,7 +267,8 @@ def solve_batch(
     """Independent sample paths, one per row of ``y0``, compiled once.
 
     ``y0`` has shape ``(paths, d)`` or ``(paths, n, d)`` (``jnp.broadcast_to`` a single
-    start to give every path the same one). Every path has its own Brownian path; within
+    start to give every path the same one), or, for a state of several parts, is a pytree
+    whose every leaf has the ``paths`` axis first. Every path has its own Brownian path; within
     a path of ``n`` rows, noise shared by the rows must be declared as in :func:`solve`
     (``SphereSDE(..., shared_noise=True)``). The result has the dtype of ``y0``.
     ``ys`` of the returned ``Solution`` gains a leading ``paths`` axis; ``ts``, the same
@@ -334,14 +347,14 @@ def solve_batch(
     path_spec = _path_spec(brownian, brownian_tol, dt, stepsize_controller)
     kwargs = _solve_kwargs(ts, stepsize_controller, reverse, diffeqsolve_kwargs)
     if stacked:
-        sharding = _paths_sharding(y0.shape[0], shard)
+        sharding = _paths_sharding(paths_of(y0), shard)
         sol = _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs,
                              sharding)
         return _record_conversion(_raise_unsuccessful(sol, throw, ts, stepsize_controller),
                                   converted)
     if shard:
         raise ValueError("solve_batch: shard=True needs the stacked form (stacked=True)")
-    keys = jr.split(key, y0.shape[0])
+    keys = jr.split(key, paths_of(y0))
     sol = _raise_unsuccessful(
         _solve_batch(sde, solver, y0, ts, keys, path_spec, saveat, args, kwargs), throw, ts,
         stepsize_controller)
@@ -410,15 +423,15 @@ def stack_sde(sde: SphereSDE, paths: int) -> SphereSDE:
     """``sde`` for a state of ``paths`` independent copies, stacked on a leading axis.
 
     Drift and diffusion are ``jax.vmap``-ed over that axis (the diffusion over the state
-    and the increment, of shape ``(paths, *sde.noise_shape)``); time and ``args`` are
-    shared. Same convention as ``sde``.
+    and the increment, of shape ``(paths, *sde.noise_shape)``, on every leaf of a pytree
+    state and noise); time and ``args`` are shared. Same convention and manifold as
+    ``sde`` (its operations act on the last axis and broadcast over the paths).
     """
-    return SphereSDE(
-        jax.vmap(sde.drift, in_axes=(None, 0, None)),
-        jax.vmap(sde.diffusion, in_axes=(None, 0, None, 0)),
-        (paths, *sde.noise_shape),
-        sde.convention,
-        shared_noise=sde.shared_noise,
+    return sde.replace(
+        drift=jax.vmap(sde.drift, in_axes=(None, 0, None)),
+        diffusion=jax.vmap(sde.diffusion, in_axes=(None, 0, None, 0)),
+        noise_shape=jax.tree.unflatten(sde.noise_def[0],
+                                       [(paths, *shape) for shape in sde.noise_def[1]]),
     )
 
 
@@ -443,8 +456,7 @@ def brownian_path(kind: str, shape: jax.ShapeDtypeStruct, key, ts, tol) -> diffr
 def _diffeqsolve(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs):
     if isinstance(path_spec, tuple):
         kind, tol = path_spec
-        path = brownian_path(kind, jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype), key, ts,
-                             tol)
+        path = brownian_path(kind, sde.noise(state_dtype(y0)), key, ts, tol)
     else:
         path = path_spec
     # Forward mode by default (_solve_kwargs): simulation rarely needs reverse-mode
@@ -542,7 +554,7 @@ def _paths_sharding(paths: int, shard: bool | None) -> NamedSharding | None:
 
 @eqx.filter_jit
 def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs, sharding):
-    paths = y0.shape[0]
+    paths = paths_of(y0)
     if sharding is not None:
         y0 = jax.lax.with_sharding_constraint(y0, sharding)
     sol = _diffeqsolve(stack_sde(sde, paths), solver, y0, ts, key, path_spec, saveat, args,
@@ -550,7 +562,18 @@ def _solve_stacked(sde, solver, y0, ts, key, path_spec, saveat, args, kwargs, sh
     if sol.ys is None:  # dense output only
         return sol
     # Diffrax saves (times, paths, ...); give the paths axis first as the vmapped form does.
-    return eqx.tree_at(lambda s: s.ys, sol, jnp.moveaxis(sol.ys, 1, 0))
+    return eqx.tree_at(lambda s: s.ys, sol,
+                       jax.tree.map(lambda ys: jnp.moveaxis(ys, 1, 0), sol.ys))
+
+
+def state_dtype(y):
+    """The dtype of a state (one for all its leaves, ``_check_y0`` sees to it)."""
+    return jax.tree.leaves(y)[0].dtype
+
+
+def paths_of(y) -> int:
+    """The number of paths of a batch of states: the leading axis of every leaf."""
+    return jax.tree.leaves(y)[0].shape[0]
 
 
 def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse, saveat,
@@ -606,9 +629,9 @@ def _check(sde, y0, t0, t1, dt, solver, brownian, key, args, controller, reverse
         # that runs with other dt (a traced first step) share one compilation.
         ts = ts[jnp.array([0, 1, -1])]
     y0 = _check_y0(sde, y0, ts, args, batch=batch)
-    ts, saveat = _in_dtype(ts, saveat, y0.dtype)
+    ts, saveat = _in_dtype(ts, saveat, state_dtype(y0))
     if not isinstance(brownian, str):
-        _check_path(brownian, sde, y0.dtype, float(t0), float(t1))
+        _check_path(brownian, sde, float(t0), float(t1))
     return solver, y0, ts, brownian, saveat
 
 
@@ -632,7 +655,7 @@ def _check_saveat(saveat, t0, t1):
             raise ValueError("saveat.ts must be in increasing order; pass np.sort(ts)")
 
 
-def _check_path(path, sde, dtype, t0, t1):
+def _check_path(path, sde, t0, t1):
     """A given Brownian path must span ``[t0, t1]`` and have values of ``sde.noise_shape``."""
     start, end = getattr(path, "t0", None), getattr(path, "t1", None)
     if start is not None and end is not None and _concrete(start) and _concrete(end):
@@ -645,11 +668,10 @@ def _check_path(path, sde, dtype, t0, t1):
         out = jax.eval_shape(lambda: path.evaluate(t0, t1))
     except Exception as err:
         raise ValueError(f"brownian.evaluate(t0, t1) failed: {err}") from err
-    shape = getattr(out, "shape", None)
+    shape = jax.tree.map(lambda x: getattr(x, "shape", type(x).__name__), out)
     if shape != sde.noise_shape:
         raise ValueError(
-            f"brownian has increments of shape "
-            f"{shape if shape is not None else type(out).__name__}, but the SDE's "
+            f"brownian has increments of shape {shape}, but the SDE's "
             f"noise_shape is {sde.noise_shape}; pass a path of that shape, e.g. "
             f"diffrax.VirtualBrownianTree(t0, t1, tol, shape={sde.noise_shape}, key=key)")
 
@@ -712,31 +734,32 @@ class PrecisionWarning(UserWarning):
     ``jax_enable_x64`` off), so the solve runs in float32."""
 
 
-def _state_dtype(y0, given):
-    """``y0`` in the dtype the solve computes in, which is the dtype of its result.
+def _state_dtype(y0, given, name="y0"):
+    """``y0`` (one leaf of the state, called ``name``) in the dtype the solve computes in,
+    which is the dtype of its result.
 
     Real floats keep theirs (float32, float64); integers and booleans take JAX's
     default float. Half precision is refused (a step of size ``dt`` and the
     normalization would be rounded at 1e-3), complex numbers too. A float64 array
     given while ``jax_enable_x64`` is off (``jnp.asarray`` made it float32) warns."""
     if jnp.issubdtype(y0.dtype, jnp.complexfloating):
-        raise ValueError(f"y0 has complex dtype {y0.dtype}; the sphere is real: pass a real "
-                         f"array (float32 or float64)")
+        raise ValueError(f"{name} has complex dtype {y0.dtype}; the sphere is real: pass a "
+                         f"real array (float32 or float64)")
     if y0.dtype.name in _HALF:
         raise ValueError(
-            f"y0 has dtype {y0.dtype}, which solve does not compute in (half precision "
+            f"{name} has dtype {y0.dtype}, which solve does not compute in (half precision "
             f"rounds a step of dt = 0.01 and the normalization at about 1e-3): cast it to "
-            f"float32, y0.astype(jnp.float32), or float64 with jax_enable_x64 on; the "
+            f"float32, {name}.astype(jnp.float32), or float64 with jax_enable_x64 on; the "
             f"result then has that dtype")
     if not jnp.issubdtype(y0.dtype, jnp.floating):
         return y0.astype(jnp.result_type(float))
     if given is not None and np.dtype(given) == np.float64 and y0.dtype != np.float64:
         warnings.warn(
-            f"y0 is float64 but jax_enable_x64 is off, so JAX holds it as {y0.dtype} and "
+            f"{name} is float64 but jax_enable_x64 is off, so JAX holds it as {y0.dtype} and "
             f"solve computes and returns {y0.dtype}; turn on "
             f"jax.config.update('jax_enable_x64', True) for float64, or pass "
-            f"y0.astype(np.float32) to say float32",
-            PrecisionWarning, stacklevel=5)
+            f"{name}.astype(np.float32) to say float32",
+            PrecisionWarning, stacklevel=6)
     return y0
 
 
@@ -755,64 +778,147 @@ def _in_dtype(ts, saveat, dtype):
     return ts, saveat
 
 
+def _state_leaves(sde, y0):
+    """The leaves of ``y0`` as arrays of one dtype, their names (``y0``, or ``y0[1]``,
+    ``y0['x']`` in a pytree state) and manifolds, after checking that ``y0`` has the
+    structure ``sde.manifold`` declares."""
+    manifold_def = jax.tree.structure(sde.manifold, is_leaf=is_manifold)
+    manifolds = jax.tree.leaves(sde.manifold, is_leaf=is_manifold)
+    if not sde.tree_state:
+        try:
+            leaves, names = [jnp.asarray(y0)], ["y0"]
+        except (TypeError, ValueError) as err:
+            shapes = [getattr(leaf, "shape", ()) for leaf in jax.tree.leaves(y0)]
+            raise ValueError(
+                f"y0 must be one array (shape (d,), or (n, d) for n points on one sphere "
+                f"S^(d-1)); got a {type(y0).__name__} of arrays of shapes {shapes}: for a "
+                f"state of several parts (spheres of different dimensions or radii, vectors), "
+                f"declare where each lives, SphereSDE(..., manifold=(spheresde.Sphere(), "
+                f"spheresde.Euclidean(), ...)) in the structure of y0") from err
+        given = [getattr(y0, "dtype", None)]
+    else:
+        paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(y0)
+        if treedef != manifold_def:
+            raise ValueError(
+                f"y0 has the structure {treedef} but sde.manifold declares {manifold_def}; "
+                f"pass y0 with one array per Sphere or Euclidean of the manifold, in the same "
+                f"containers")
+        names = [f"y0{jax.tree_util.keystr(path)}" for path, _ in paths_leaves]
+        given = [getattr(leaf, "dtype", None) for _, leaf in paths_leaves]
+        leaves = [jnp.asarray(leaf) for _, leaf in paths_leaves]
+    leaves = [_state_dtype(leaf, g, name)
+              for leaf, g, name in zip(leaves, given, names, strict=True)]
+    dtype = jnp.result_type(*leaves)
+    return [leaf.astype(dtype) for leaf in leaves], names, manifolds, manifold_def
+
+
 def _check_y0(sde, y0, ts, args, *, batch):
-    given = getattr(y0, "dtype", None)
-    try:
-        y0 = jnp.asarray(y0)
-    except (TypeError, ValueError) as err:
-        shapes = [getattr(leaf, "shape", ()) for leaf in jax.tree.leaves(y0)]
-        raise ValueError(
-            f"y0 must be one array (shape (d,), or (n, d) for n points on one sphere "
-            f"S^(d-1)); got a {type(y0).__name__} of arrays of shapes {shapes}: a state on "
-            f"spheres of different dimensions is not supported, solve each sphere's SDE "
-            f"on its own") from err
-    y0 = _state_dtype(y0, given)
+    leaves, names, manifolds, treedef = _state_leaves(sde, y0)
     lead = 1 if batch else 0
-    if y0.ndim - lead not in (1, 2):
-        want = "(paths, d) or (paths, n, d)" if batch else "(d,) or (n, d)"
-        raise ValueError(f"y0 must have shape {want}, got shape {y0.shape}")
-    d = y0.shape[-1]
-    if d < 2:
-        raise ValueError(f"y0 rows must lie on S^(d-1) with d >= 2, got d={d} "
-                         f"(y0 shape {y0.shape})")
-    state = jax.ShapeDtypeStruct(y0.shape[lead:], y0.dtype)
-    dw = jax.ShapeDtypeStruct(sde.noise_shape, y0.dtype)
-    for name, fn, extra in (("drift", sde.drift, ()), ("diffusion", sde.diffusion, (dw,))):
+    for leaf, name, manifold in zip(leaves, names, manifolds, strict=True):
+        if isinstance(manifold, Euclidean):
+            if leaf.ndim < lead:
+                raise ValueError(f"{name} must have a leading paths axis, got shape "
+                                 f"{leaf.shape}")
+            continue
+        if leaf.ndim - lead not in (1, 2):
+            want = "(paths, d) or (paths, n, d)" if batch else "(d,) or (n, d)"
+            raise ValueError(f"{name} must have shape {want}, got shape {leaf.shape}")
+        d = leaf.shape[-1]
+        if d < 2:
+            raise ValueError(f"{name} rows must lie on S^(d-1) with d >= 2, got d={d} "
+                             f"({name} shape {leaf.shape})")
+    if batch and len({leaf.shape[0] for leaf in leaves}) > 1:
+        raise ValueError(f"every leaf of y0 must have the same number of paths on its leading "
+                         f"axis, got shapes {[leaf.shape for leaf in leaves]} for "
+                         f"{', '.join(names)}")
+    dtype = leaves[0].dtype
+    state = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(leaf.shape[lead:], dtype)
+                                         for leaf in leaves])
+    shapes = [s.shape for s in jax.tree.leaves(state)]
+    described = shapes[0] if len(shapes) == 1 else state
+    for name, fn, extra in (("drift", sde.drift, ()),
+                            ("diffusion", sde.diffusion, (sde.noise(dtype),))):
         try:
             out = jax.eval_shape(fn, ts[0], state, args, *extra)
         except Exception as err:
             raise ValueError(
-                f"sde.{name} failed on y0 of shape {state.shape} with increments dw of shape "
+                f"sde.{name} failed on y0 of shape {described} with increments dw of shape "
                 f"noise_shape={sde.noise_shape}: {str(err).rstrip('.')}. Check y0 and "
                 f"noise_shape: pass the noise_shape of the dw that diffusion(t, y, args, dw) "
                 f"expects"
             ) from err
-        if getattr(out, "shape", None) != state.shape:
+        _check_field_shapes(name, out, state, names, sde.noise_shape)
+    leaves = _check_start(leaves, names, manifolds)
+    y0 = jax.tree.unflatten(treedef, leaves)
+    starts = y0 if batch else jax.tree.map(lambda leaf: leaf[None], y0)
+    y0 = _check_tangent(sde, y0, starts, ts[0], args, batch=batch, names=names)
+    one = leaves[0]
+    if (isinstance(sde.manifold, Sphere) and one.ndim - lead == 2 and one.shape[-2] > 1
+            and not sde.shared_noise):
+        y0 = _check_own_noise(sde, y0, starts[0], ts[0], args, batch=batch)
+    return y0
+
+
+def _check_field_shapes(name, out, state, names, noise_shape):
+    """Refuse a drift or diffusion output ``out`` that is not shaped like the state,
+    naming the leaf in a pytree state."""
+    if jax.tree.structure(out) != jax.tree.structure(state):
+        got = getattr(out, "shape", None) or jax.tree.structure(out)
+        want = getattr(state, "shape", None) or jax.tree.structure(state)
+        raise ValueError(f"sde.{name} returns {got} for y0 of {want} and noise_shape "
+                         f"{noise_shape}; it must return the structure and shapes of y0")
+    for leaf, want, where in zip(jax.tree.leaves(out), jax.tree.leaves(state), names,
+                                 strict=True):
+        if leaf.shape != want.shape:
             raise ValueError(
-                f"sde.{name} returns shape {getattr(out, 'shape', type(out).__name__)} for y0 of "
-                f"shape {state.shape} and noise_shape {sde.noise_shape}; it must match y0"
-            )
-    if _concrete(y0):
+                f"sde.{name} returns shape {leaf.shape} for {where} of shape {want.shape} and "
+                f"noise_shape {noise_shape}; it must match {where}")
+
+
+def _traced(tree) -> bool:
+    """Whether a leaf of ``tree`` is a tracer: then a check on values is staged with
+    ``equinox.error_if`` (it raises when the compiled function runs) instead of raising
+    here with the offending values in the message."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def _check_start(leaves, names, manifolds):
+    """The leaves of ``y0``, sphere rows put on their sphere (radius ``r``), after
+    refusing NaN or infinity (any leaf) and a zero row (sphere leaves), and warning
+    (:class:`OffSphereWarning`) about sphere rows off their sphere. Traced, the two
+    refusals are staged (``equinox.error_if``) and the warning is not given: it would
+    need the values."""
+    out = []
+    for y0, name, manifold in zip(leaves, names, manifolds, strict=True):
+        nonfinite = f"{name} contains NaN or infinite entries"
+        zero = f"{name} has a zero row, which has no direction on the sphere"
+        sphere = isinstance(manifold, Sphere)
+        if _traced(y0):
+            y0 = eqx.error_if(y0, jnp.any(~jnp.isfinite(y0)), nonfinite)
+            if sphere:
+                y0 = manifold.retract(
+                    eqx.error_if(y0, jnp.any(jnp.sum(y0 * y0, axis=-1) == 0), zero))
+            out.append(y0)
+            continue
         # NumPy, not jnp: inside someone else's jit, jnp would stage these checks.
         values = np.asarray(y0)
         if not np.all(np.isfinite(values)):
-            raise ValueError("y0 contains NaN or infinite entries")
+            raise ValueError(nonfinite)
+        if not sphere:
+            out.append(y0)
+            continue
         norms = np.linalg.norm(values, axis=-1)
         if np.any(norms == 0):
-            raise ValueError("y0 has a zero row, which has no direction on the sphere")
-        off = float(np.max(np.abs(norms - 1)))
-        if off > 1000 * np.finfo(values.dtype).eps:
-            warnings.warn(
-                f"y0 rows are off the unit sphere by up to {off:.3g}; normalizing them",
-                OffSphereWarning, stacklevel=3,
-            )
-    y0 = retract(y0)
-    if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((y0, args, sde))):
-        starts = y0 if batch else y0[None]
-        _check_tangent(sde, starts, ts[0], args, batch=batch)
-        if y0.ndim - lead == 2 and y0.shape[-2] > 1 and not sde.shared_noise:
-            _check_own_noise(sde, starts[0], ts[0], args, batch=batch)
-    return y0
+            raise ValueError(zero)
+        r = manifold.radius
+        off = float(np.max(np.abs(norms - r)))
+        if off > 1000 * np.finfo(values.dtype).eps * r:
+            sphere_name = "the unit sphere" if r == 1 else f"their sphere (radius {r:g})"
+            warnings.warn(f"{name} rows are off {sphere_name} by up to {off:.3g}; "
+                          f"normalizing them", OffSphereWarning, stacklevel=5)
+        out.append(manifold.retract(y0))
+    return out
 
 
 _MUST_BE_TANGENT = {
@@ -823,83 +929,124 @@ _MUST_BE_TANGENT = {
 }
 
 
-def _check_tangent(sde, starts, t, args, *, batch, probes=4):
-    """Refuse a diffusion (either sense) or a Stratonovich drift with a normal part,
-    probed in one ``jax.vmap`` at every start in ``starts`` (shape ``(paths, *state)``)
-    and at ``probes`` points drawn uniformly on the sphere (the fields must be tangent
-    everywhere, not only where the paths start), the diffusion with a fixed increment.
-    The Stratonovich solvers take both as tangent and would move the state off the
-    sphere, or, with ``Retracted``, turn the normal part into a wrong Ito drift; the Ito
-    schemes drop a normal part of the diffusion each in its own way (GeodesicEuler
-    projects it away, Retracted(Euler) keeps its square in the normal drift), so they
-    converge to different processes and neither is the SDE written. (An Ito drift may
-    have a normal part: it is fixed by the diffusion, and the Ito schemes use only the
-    tangent part.)"""
-    dtype = starts.dtype
+def _check_tangent(sde, y0, starts, t, args, *, batch, names=("y0",), probes=4):
+    """``y0``, after refusing a diffusion (either sense) or a Stratonovich drift with a
+    normal part on a sphere leaf, probed in one ``jax.vmap`` at every start in ``starts``
+    (leaves of shape ``(paths, *state)``) and at ``probes`` points drawn at random (the
+    sphere leaves uniformly on their spheres: the fields must be tangent everywhere, not
+    only where the paths start), the diffusion with a fixed increment. The Stratonovich
+    solvers take both as tangent and would move the state off the sphere, or, with
+    ``Retracted``, turn the normal part into a wrong Ito drift; the Ito schemes drop a
+    normal part of the diffusion each in its own way (GeodesicEuler projects it away,
+    Retracted(Euler) keeps its square in the normal drift), so they converge to different
+    processes and neither is the SDE written. (An Ito drift may have a normal part: it is
+    fixed by the diffusion, and the Ito schemes use only the tangent part.) Traced (under
+    ``jax.jit`` or ``jax.vmap``), the check is staged with ``equinox.error_if`` and its
+    message cannot quote the values."""
+    manifolds = jax.tree.leaves(sde.manifold, is_leaf=is_manifold)
+    leaves = jax.tree.leaves(starts)
+    dtype = leaves[0].dtype
     # fixed draws from NumPy: no random-number kernel to compile into the probe
     rng = np.random.default_rng(0)
-    dw = rng.normal(size=sde.noise_shape).astype(dtype)
-    elsewhere = rng.normal(size=(probes, *starts.shape[1:]))
-    elsewhere = (elsewhere / np.linalg.norm(elsewhere, axis=-1, keepdims=True)).astype(dtype)
-    points = jnp.concatenate([starts, jnp.asarray(elsewhere)])
-    values = _tangent_probe(sde, points, t, args, jnp.asarray(dw))
-    points = np.asarray(points)
+    dw = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=x.shape).astype(dtype)),
+                      sde.noise(dtype))
+    points = []
+    for start, manifold in zip(leaves, manifolds, strict=True):
+        elsewhere = rng.normal(size=(probes, *start.shape[1:]))
+        if isinstance(manifold, Sphere):
+            elsewhere = manifold.radius * elsewhere / np.linalg.norm(elsewhere, axis=-1,
+                                                                     keepdims=True)
+        points.append(jnp.concatenate([start, jnp.asarray(elsewhere.astype(dtype))]))
+    points = jax.tree.unflatten(jax.tree.structure(starts), points)
+    probed = _tangent_probe(sde, points, t, args, dw)
+    if _traced((y0, probed)):  # probed: also drift and diffusion closing over tracers
+        for name, defects in probed.items():
+            spheres = [jnp.any(d[2]) for d in defects if d is not None]
+            if not spheres:  # a state of Euclidean leaves only
+                continue
+            y0 = eqx.error_if(y0, jnp.any(jnp.stack(spheres)),
+                              f"sde.{name} is not tangent to the sphere at a start or at a "
+                              f"probe point; {_MUST_BE_TANGENT[name]}, e.g. return "
+                              f"spheresde.project_tangent(y, ...)")
+        return y0
+    paths = leaves[0].shape[0]
     for name, formula in (("drift", "f(y)"), ("diffusion", "g(y) dw")):
-        if name not in values:
-            continue
-        value = np.asarray(values[name])
-        # |<y_i, v_i>| per row; a field that is not finite somewhere is not judged there
-        normal = np.abs(np.sum(points * value, axis=-1))
-        size = np.linalg.norm(value, axis=-1)
-        # rounding scale: the largest row of the same point (as a field computed from
-        # all rows may carry their rounding)
-        scale = size.reshape(size.shape[0], -1).max(axis=1).reshape(-1, *(1,) * (size.ndim - 1))
-        tol = 1000 * np.finfo(dtype).eps * np.maximum(scale, 1.0)
-        bad = np.isfinite(normal) & (normal > tol)
-        if not bad.any():
-            continue
-        where = np.argwhere(bad)[0]
-        point, row = int(where[0]), tuple(int(i) for i in where[1:])
-        rows = f" row {row[0]}" if row else ""
-        if point >= starts.shape[0]:
-            at = (f"at y = {np.round(points[point], 3).tolist()} on the sphere (not a start: "
-                  f"the field must be tangent at every point of the sphere)")
-        elif batch:
-            at = f"at the start of path {point}{rows}"
-        else:
-            at = f"at y0{rows}"
-        raise ValueError(
-            f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = "
-            f"{float(normal[(point, *row)]):.3g} {at} (for |{formula}| = "
-            f"{float(size[(point, *row)]):.3g} there); {_MUST_BE_TANGENT[name]}, e.g. return "
-            f"spheresde.project_tangent(y, ...)"
-        )
+        for leaf, defect, points_leaf in zip(names, probed.get(name, ()),
+                                             jax.tree.leaves(points), strict=False):
+            if defect is None:
+                continue
+            normal, size, bad = (np.asarray(x) for x in defect)
+            if not bad.any():
+                continue
+            where = np.argwhere(bad)[0]
+            point, row = int(where[0]), tuple(int(i) for i in where[1:])
+            rows = f" row {row[0]}" if row else ""
+            of = "" if leaf == "y0" else f" of {leaf}"
+            y = "y" if leaf == "y0" else leaf.replace("y0", "y", 1)
+            if point >= paths:
+                at = (f"at {y} = {np.round(np.asarray(points_leaf[point]), 3).tolist()} on the "
+                      f"sphere (not a start: the field must be tangent at every point of the "
+                      f"sphere)")
+            elif batch:
+                at = f"at the start of path {point}{rows}{of}"
+            else:
+                at = f"at {leaf}{rows}"
+            raise ValueError(
+                f"sde.{name} is not tangent to the sphere: |<y, {formula}>| = "
+                f"{float(normal[(point, *row)]):.3g} {at} (for |{formula}| = "
+                f"{float(size[(point, *row)]):.3g} there); {_MUST_BE_TANGENT[name]}, e.g. "
+                f"return spheresde.project_tangent(y, ...)"
+            )
+    return y0
 
 
 @eqx.filter_jit  # one compilation, not one per operation of an eager vmap
 def _tangent_probe(sde, points, t, args, dw):
+    """For the diffusion (and a Stratonovich drift): per leaf of the state, ``(normal,
+    size, bad)`` per point and row, ``|<y_i, v_i>| / r``, ``|v_i|`` and whether the normal
+    part exceeds rounding; ``None`` for a Euclidean leaf."""
     def fields(y):
         out = {"diffusion": sde.diffusion(t, y, args, dw)}
         if sde.convention == "stratonovich":
             out["drift"] = sde.drift(t, y, args)
         return out
 
-    return jax.vmap(fields)(points)
+    def defect(manifold, y, value):
+        if isinstance(manifold, Euclidean):
+            return None
+        normal = jnp.abs(jnp.sum(y * value, axis=-1)) / manifold.radius
+        size = jnp.linalg.norm(value, axis=-1)
+        # rounding scale: the largest row of the same point (as a field computed from
+        # all rows may carry their rounding)
+        scale = jnp.max(size.reshape(size.shape[0], -1), axis=1)
+        scale = scale.reshape(-1, *(1,) * (size.ndim - 1))
+        tol = 1000 * jnp.finfo(y.dtype).eps * jnp.maximum(scale, 1.0)
+        # a field that is not finite somewhere is not judged there
+        return normal, size, jnp.isfinite(normal) & (normal > tol)
+
+    manifolds = jax.tree.leaves(sde.manifold, is_leaf=is_manifold)
+    return {name: [defect(m, y, v) for m, y, v in zip(manifolds, jax.tree.leaves(points),
+                                                      jax.tree.leaves(value), strict=True)]
+            for name, value in jax.vmap(fields)(points).items()}
 
 
 @eqx.filter_jit
 def _noise_probe(sde, y, t, args, u, signs):
-    """``G G^T (s u)`` for each row ``s`` of ``signs`` (see :func:`_check_own_noise`)."""
+    """Whether ``G G^T (s u) = s G G^T u`` fails for a row ``s`` of ``signs`` beyond
+    rounding (see :func:`_check_own_noise`)."""
     def g(dw):
         return sde.diffusion(t, y, args, dw)
 
     _, pullback = jax.vjp(g, jnp.zeros(sde.noise_shape, y.dtype))
-    return jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+    cov = jax.vmap(lambda s: g(pullback(s[:, None] * u)[0]))(signs)
+    gap = jnp.abs(cov[1:] - signs[1:, :, None] * cov[0])
+    scale = jnp.max(jnp.abs(cov))
+    return jnp.all(jnp.isfinite(gap)) & (jnp.max(gap) > 1000 * jnp.finfo(y.dtype).eps * scale)
 
 
-def _check_own_noise(sde, y, t, args, *, batch):
-    r"""Refuse a state of several rows whose diffusion drives the rows with shared noise,
-    unless the SDE says so (``shared_noise=True``).
+def _check_own_noise(sde, y0, y, t, args, *, batch):
+    r"""``y0``, after refusing a state of several rows whose diffusion drives the rows
+    with shared noise, unless the SDE says so (``shared_noise=True``).
 
     With :math:`G` the linear map ``dw -> diffusion(t, y, args, dw)``, the increments of
     rows :math:`i` and :math:`j` have covariance :math:`G_i G_j^\top dt`: the rows have
@@ -907,20 +1054,17 @@ def _check_own_noise(sde, y, t, args, *, batch):
     ``u`` and the signs :math:`s^{(b)}_i = (-1)^{\text{bit } b \text{ of } i}`,
     :math:`\Sigma (s^{(b)} u) = s^{(b)} \Sigma u` for every ``b`` exactly when it is (any
     two rows differ in some bit), so ``1 + log2(n)`` products with :math:`G^\top` (one
-    ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide."""
+    ``jax.vjp``) and :math:`G` (the diffusion itself), in one ``jax.vmap``, decide. The
+    check looks at the first state ``y``; traced, it is staged (``equinox.error_if``)."""
     n = y.shape[0]
     u = np.random.default_rng(2).normal(size=y.shape).astype(y.dtype)
     bits = max(1, math.ceil(math.log2(n)))
     flips = (np.arange(n)[None] >> np.arange(bits)[:, None]) & 1
     signs = np.concatenate([np.ones((1, n)), 1 - 2 * flips]).astype(y.dtype)
     try:
-        cov = np.asarray(_noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs)))
+        shared = _noise_probe(sde, y, t, args, jnp.asarray(u), jnp.asarray(signs))
     except Exception:  # a diffusion JAX cannot differentiate (a callback, say):
-        return  # the probe cannot tell; the solve itself only needs the forward map
-    gap = np.abs(cov[1:] - signs[1:, :, None] * cov[0])
-    scale = float(np.max(np.abs(cov))) if cov.size else 0.0
-    if not np.all(np.isfinite(gap)) or float(np.max(gap)) <= 1000 * np.finfo(y.dtype).eps * scale:
-        return
+        return y0  # the probe cannot tell; the solve itself only needs the forward map
     d = y.shape[-1]
     if batch:
         each, independent = "each path's state", (
@@ -932,7 +1076,7 @@ def _check_own_noise(sde, y, t, args, *, batch):
             f"For {n} independent paths on S^{d - 1}, use solve_batch(sde, y0, ...) (one "
             f"path per row of y0; or jax.vmap solve over keys), or give each row its own "
             f"noise (noise_shape ({n}, ...))")
-    raise ValueError(
+    message = (
         f"{each} has {n} rows (points on S^{d - 1}) and sde.diffusion drives them with noise "
         f"they share (noise_shape {sde.noise_shape}; the increments of different rows are "
         f"correlated), but the SDE does not say so. {independent}; for one state of {n} "
@@ -940,3 +1084,8 @@ def _check_own_noise(sde, y, t, args, *, batch):
         f"Transformer's tokens (transformer_sde), declare it: "
         f"SphereSDE(..., shared_noise=True)"
     )
+    if _traced((y0, shared)):
+        return eqx.error_if(y0, shared, message)
+    if bool(shared):
+        raise ValueError(message)
+    return y0

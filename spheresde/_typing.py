@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, Real, UInt32
+from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree, Real, UInt32
 
 Token = Float[Array, " d"]
 Tokens = Float[Array, "n d"]
 SpherePoint = Float[ArrayLike, "*#batch d"]
 """Points of S^{d-1} (or vectors at them) on the last axis; leading axes broadcast."""
+State = PyTree[Float[ArrayLike, "..."]]
+"""A state of an SDE: one array (rows on a sphere), or a pytree of sphere and vector leaves."""
 Scalar = Float[ArrayLike, ""]
 RealScalar = Real[ArrayLike, ""]
 """A real number: a Python ``int`` or ``float``, or a 0-d array (``beta``, ``sigma``)."""
@@ -33,6 +35,7 @@ Matrix = Float[ArrayLike, "d d"]
 
 __all__ = [
     "Array", "ArrayLike", "Bool", "Float", "FloatArray", "FloatGrid", "FloatNumpy", "Matrix",
-    "PRNGKeyArray", "Real", "RealGrid", "RealScalar", "Scalar", "SpherePoint", "Token", "Tokens",
+    "PRNGKeyArray", "Real", "RealGrid", "RealScalar", "Scalar", "SpherePoint", "State", "Token",
+    "Tokens",
     "UInt32", "Words",
 ]

@@ -15,11 +15,12 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+from equinox.internal import ω
 from helpers import GEODESIC, SCHEMES, brownian_motion_sde
 
 import spheresde
 from spheresde.solvers import AbstractGeodesicSolver
-from spheresde.solvers._geodesic import _exp_unit, _tangent
+from spheresde.solvers._geodesic import _exp_unit, _tangent, manifold_of
 
 ROOT = Path(__file__).parents[1]
 RECIPE = (ROOT / "docs" / "contributing.rst").read_text()
@@ -59,11 +60,12 @@ class RecipeEuler(AbstractGeodesicSolver, diffrax.AbstractItoSolver):
         return 1
 
     def update(self, terms, t0, t1, y0, args, control):
+        m = manifold_of(terms)
         drift, diffusion = terms.terms
         dt, dw = control
-        step = (_tangent(y0, drift.vf_prod(t0, y0, args, dt))
-                + _tangent(y0, diffusion.vf_prod(t0, y0, args, dw)))
-        return _exp_unit(y0, step), None
+        step = (_tangent(m, y0, drift.vf_prod(t0, y0, args, dt))**ω
+                + _tangent(m, y0, diffusion.vf_prod(t0, y0, args, dw))**ω).ω
+        return _exp_unit(m, y0, step), None
 
 
 def test_solve_runs_a_scheme_written_from_the_recipe():

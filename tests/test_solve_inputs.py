@@ -170,7 +170,7 @@ def test_non_tangent_ito_diffusion_refused():
 def test_tangent_diffusion_in_float32_passes_the_probe():
     # Rounding of a tangent diffusion (float32) must not trip the check: no error here.
     y0 = spheresde.sample_uniform(jr.key(3), (5,), 3, dtype=jnp.float32)
-    spheresde._solve._check_tangent(STRAT, y0[None], 0.0, None, batch=False)
+    spheresde._solve._check_tangent(STRAT, y0, y0[None], 0.0, None, batch=False)
 
 
 @pytest.mark.parametrize(
@@ -259,9 +259,11 @@ def test_wrong_noise_shape():
         _solve(sde=sde)
 
 
-def test_state_on_spheres_of_different_dimensions():
+def test_state_on_spheres_of_different_dimensions_needs_a_manifold():
+    # a pytree state without manifold=...: the message says how to declare it
     with pytest.raises(ValueError, match=r"y0 must be one array .* shapes \[\(3,\), \(2,\)\]: "
-                                         r"a state on spheres of different dimensions"):
+                                         r"for a state of several parts .* declare where each "
+                                         r"lives, SphereSDE\(\.\.\., manifold="):
         _solve(y0=(Y0, jnp.array([0.0, 1.0])))
 
 

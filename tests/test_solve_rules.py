@@ -166,3 +166,41 @@ def test_diffusion_not_tangent_at_one_start_of_many():
     y0 = np.insert(y0, 17, E1, axis=0)
     with pytest.raises(ValueError, match=r"sde\.diffusion is not tangent.*start of path 17"):
         spheresde.solve_batch(sde, y0, 0.0, 0.02, 0.01, key=jr.key(0))
+
+
+# --- the value checks under jax.jit and jax.vmap: staged, raised when the code runs ----
+# (equinox.error_if: a RuntimeError whose message is the check's, without the values)
+
+def test_rows_under_one_increment_refused_under_jit():
+    # The case: under jit a (500, 3) start ran as one state under shared noise.
+    run = jax.jit(lambda y: _short(BM, y).ys)
+    with pytest.raises(RuntimeError, match=r"y0 has 500 rows .* shared_noise=True"):
+        run(jnp.asarray(_rows(500)))
+
+
+def test_value_checks_run_under_jit_and_vmap():
+    normal = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), lambda t, y, a, dw: dw,
+                                 (3,), "stratonovich")
+    batch = jax.jit(lambda y: spheresde.solve_batch(normal, y, 0.0, 0.02, 0.01,
+                                                    key=jr.key(0)).ys)
+    with pytest.raises(RuntimeError, match=r"sde\.diffusion is not tangent to the sphere"):
+        batch(jnp.asarray(_rows(6)))
+    one = jax.vmap(lambda y: _short(BM, y).ys)
+    with pytest.raises(RuntimeError, match="y0 contains NaN or infinite entries"):
+        one(jnp.asarray(_rows(4)).at[2, 1].set(jnp.nan))
+    with pytest.raises(RuntimeError, match="y0 has a zero row"):
+        one(jnp.asarray(_rows(4)).at[1].set(0.0))
+    # the same inputs, good, run: the staged checks do not fire on them
+    assert one(jnp.asarray(_rows(4))).shape == (4, 1, 3)
+
+
+def test_a_diffusion_closing_over_a_traced_parameter_is_checked():
+    # jax.grad in a parameter the diffusion closes over (no leaf of the SDE): the probe's
+    # value is traced, so the tangency check is staged rather than skipped.
+    def loss(scale):
+        sde = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y),
+                                  lambda t, y, a, dw: scale * dw, (3,), "stratonovich")
+        return jnp.sum(_short(sde, E3).ys)
+
+    with pytest.raises(RuntimeError, match=r"sde\.diffusion is not tangent"):
+        jax.grad(loss)(1.0)

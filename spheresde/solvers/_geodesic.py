@@ -1,4 +1,4 @@
-"""Geodesic (Lie-group) schemes: every update is an exponential map, so rows stay unit."""
+"""Geodesic (Lie-group) schemes: every update is an exponential map, so rows stay on spheres."""
 
 from __future__ import annotations
 
@@ -9,29 +9,40 @@ from typing import ClassVar
 import diffrax
 import jax
 import jax.numpy as jnp
+from equinox.internal import ω
 
-from .._geometry import cos_sinc, exp_map, log_map
-from .._small import inner
-from .._typing import Array, SpherePoint
+from .._geometry import Sphere, is_manifold, leafwise
+from .._sde import DiffusionTerm
+from .._typing import State
 
 
-def _tangent(y, u):
-    r"""``P_y u = u - <y, u> y`` at a unit ``y``.
+def manifold_of(terms):
+    """The manifold (tree) of the state that ``terms`` drive: the one
+    :meth:`SphereSDE.terms <spheresde.SphereSDE.terms>` put on its diffusion term, the
+    unit sphere for terms built otherwise (a plain array on :math:`S^{d-1}`)."""
+    for term in jax.tree.leaves(terms, is_leaf=lambda x: isinstance(x, DiffusionTerm)):
+        if isinstance(term, DiffusionTerm):
+            return term.manifold
+    return Sphere()
+
+
+def _tangent(manifold, y, u):
+    r"""``P_y u = u - <y, u> y / r^2`` on each sphere leaf, at a ``y`` on its sphere.
 
     Every state and stage of these schemes is the output of :func:`_exp_unit` (and
-    ``solve`` normalizes the start), so ``y`` is a unit vector up to rounding and the
+    ``solve`` normalizes the start), so ``y`` is on its sphere up to rounding and the
     division by ``|y|^2`` of :func:`~spheresde.project_tangent` is left out.
     """
-    return u - inner(y, u) * y
+    return leafwise("tangent", manifold, y, u)
 
 
 def _tangent_increment(terms, t, y, args, control):
-    r"""``P_y(f dt + g dW)`` at a unit ``y``: one Euler increment, tangent."""
-    return _tangent(y, terms.vf_prod(t, y, args, control))
+    r"""``P_y(f dt + g dW)`` at ``y``: one Euler increment, tangent."""
+    return _tangent(manifold_of(terms), y, terms.vf_prod(t, y, args, control))
 
 
 def _stratonovich_increment(terms, t, y, args, control):
-    r"""``f dt + g dW`` at a unit ``y``, already tangent for a Stratonovich SDE: not projected.
+    r"""``f dt + g dW`` at ``y``, already tangent for a Stratonovich SDE: not projected.
 
     Projecting it again (:func:`_tangent_increment`) made GeodesicMidpoint and
     GeodesicHeun 3-4x slower than ``Retracted(diffrax.Heun())`` at the same number of
@@ -43,18 +54,19 @@ def _stratonovich_increment(terms, t, y, args, control):
     return terms.vf_prod(t, y, args, control)
 
 
-def _exp_unit(y, v):
-    r"""``exp_y(v)`` for a unit ``y`` and a tangent ``v``, rounding kept from accumulating.
+def _exp_unit(manifold, y, v):
+    r"""``exp_y(v)`` leaf by leaf for ``y`` on its sphere and a tangent ``v``, rounding
+    kept from accumulating (``y + v`` on a Euclidean leaf).
 
-    :math:`\cos|v|\,\tfrac{3 - |y|^2}{2}\,y + \operatorname{sinc}|v|\,v`: the factor is
-    one Newton step for :math:`1/|y|`, so a norm error :math:`e` of ``y`` (from rounding)
-    leaves the step as :math:`O(e^2 + e\,\Delta t)` instead of being carried on. With
-    it, the projection above may drop its division (together 25% of a Transformer-SDE
-    step, ``tests/benchmarks/bench_solvers.py``) and float32 runs of 4,000 steps end
-    within 2e-7 of the sphere.
+    :math:`\cos|v|\,\tfrac{3 - |y|^2}{2}\,y + \operatorname{sinc}|v|\,v` on the unit
+    sphere (:meth:`~spheresde.Sphere.exp`): the factor is one Newton step for
+    :math:`1/|y|`, so a norm error :math:`e` of ``y`` (from rounding) leaves the step as
+    :math:`O(e^2 + e\,\Delta t)` instead of being carried on. With it, the projection
+    above may drop its division (together 25% of a Transformer-SDE step,
+    ``tests/benchmarks/bench_solvers.py``) and float32 runs of 4,000 steps end within
+    2e-7 of the sphere.
     """
-    cos, sinc = cos_sinc(inner(v, v))
-    return cos * (1.5 - 0.5 * inner(y, y)) * y + sinc * v
+    return leafwise("exp", manifold, y, v)
 
 
 def _increment(terms, t0, t1):
@@ -78,14 +90,11 @@ def _increment(terms, t0, t1):
     return jax.lax.cond(t1 > t0, draw, empty)
 
 
-def _transport(x, y, u):
-    r"""Parallel transport of ``u`` in ``T_x`` along the great circle from ``x`` to ``y``.
-
-    :math:`u - \frac{\langle y, u\rangle}{1 + \langle x, y\rangle}(x + y)`; ``x`` and
-    ``y`` are not antipodal (they are one step apart).
-    """
-    coef = inner(y, u) / (1 + inner(x, y))
-    return u - coef * (x + y)
+def _transport(manifold, x, y, u):
+    r"""Parallel transport of ``u`` in ``T_x`` along the great circle from ``x`` to ``y``,
+    leaf by leaf (:meth:`~spheresde.Sphere.transport`; the identity on a Euclidean leaf);
+    ``x`` and ``y`` are not antipodal (they are one step apart)."""
+    return leafwise("transport", manifold, x, y, u)
 
 
 class GeodesicInterpolation(diffrax.AbstractLocalInterpolation):
@@ -99,18 +108,20 @@ class GeodesicInterpolation(diffrax.AbstractLocalInterpolation):
     never antipodal.
     """
 
-    t0: Array
-    t1: Array
-    y0: SpherePoint
-    y1: SpherePoint
+    t0: jax.Array
+    t1: jax.Array
+    y0: State
+    y1: State
+    manifold: object = Sphere()
 
     def evaluate(self, t0, t1=None, left: bool = True):
         """The state at ``t0``, or (Diffrax's convention) its increment from ``t0`` to ``t1``."""
         del left
         if t1 is not None:
-            return self.evaluate(t1) - self.evaluate(t0)
+            return (self.evaluate(t1)**ω - self.evaluate(t0)**ω).ω
         s = (t0 - self.t0) / (self.t1 - self.t0)
-        return exp_map(self.y0, s * log_map(self.y0, self.y1))
+        return jax.tree.map(lambda m, y0, y1: m.interpolate(y0, y1, s), self.manifold,
+                            self.y0, self.y1, is_leaf=is_manifold)
 
 
 def finite_result(y1, result=diffrax.RESULTS.successful):
@@ -119,6 +130,11 @@ def finite_result(y1, result=diffrax.RESULTS.successful):
     raises) instead of returning NaN states as a success. One pass over ``y1`` per step."""
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(y1)]))
     return diffrax.RESULTS.where(finite, result, diffrax.RESULTS.nonfinite)
+
+
+def dense_info(terms, y0, y1) -> dict:
+    """What :class:`GeodesicInterpolation` is built from for a step from ``y0`` to ``y1``."""
+    return dict(y0=y0, y1=y1, manifold=manifold_of(terms))
 
 
 class AbstractGeodesicSolver(diffrax.AbstractSolver):
@@ -173,7 +189,7 @@ class AbstractGeodesicSolver(diffrax.AbstractSolver):
         """
         del solver_state, made_jump
         y1, y_error = self.update(terms, t0, t1, y0, args, _increment(terms, t0, t1))
-        return y1, y_error, dict(y0=y0, y1=y1), None, finite_result(y1)
+        return y1, y_error, dense_info(terms, y0, y1), None, finite_result(y1)
 
     def func(self, terms, t0, y0, args):
         return terms.vf(t0, y0, args)
@@ -203,7 +219,8 @@ class GeodesicEuler(AbstractGeodesicSolver, diffrax.AbstractItoSolver):
         return 1
 
     def update(self, terms, t0, t1, y0, args, control):
-        return _exp_unit(y0, _tangent_increment(terms, t0, y0, args, control)), None
+        return _exp_unit(manifold_of(terms), y0,
+                         _tangent_increment(terms, t0, y0, args, control)), None
 
 
 
@@ -233,13 +250,14 @@ class GeodesicItoHeun(AbstractGeodesicSolver, diffrax.AbstractItoSolver):
         return 2
 
     def update(self, terms, t0, t1, y0, args, control):
+        m = manifold_of(terms)
         drift, diffusion = terms.terms
         dt, dw = control
-        a0 = _tangent(y0, drift.vf_prod(t0, y0, args, dt))
-        b0 = _tangent(y0, diffusion.vf_prod(t0, y0, args, dw))
-        y_pred = _exp_unit(y0, a0 + b0)
-        a1 = _transport(y_pred, y0, _tangent(y_pred, drift.vf_prod(t1, y_pred, args, dt)))
-        return _exp_unit(y0, 0.5 * (a0 + a1) + b0), None
+        a0 = _tangent(m, y0, drift.vf_prod(t0, y0, args, dt))
+        b0 = _tangent(m, y0, diffusion.vf_prod(t0, y0, args, dw))
+        y_pred = _exp_unit(m, y0, (a0**ω + b0**ω).ω)
+        a1 = _transport(m, y_pred, y0, _tangent(m, y_pred, drift.vf_prod(t1, y_pred, args, dt)))
+        return _exp_unit(m, y0, (0.5 * (a0**ω + a1**ω) + b0**ω).ω), None
 
 
 class GeodesicHeun(AbstractGeodesicSolver, diffrax.AbstractStratonovichSolver,
@@ -272,11 +290,14 @@ class GeodesicHeun(AbstractGeodesicSolver, diffrax.AbstractStratonovichSolver,
         return 2
 
     def update(self, terms, t0, t1, y0, args, control):
+        m = manifold_of(terms)
         k1 = _stratonovich_increment(terms, t0, y0, args, control)
-        y_pred = _exp_unit(y0, k1)
-        k2 = _transport(y_pred, y0, _stratonovich_increment(terms, t1, y_pred, args, control))
+        y_pred = _exp_unit(m, y0, k1)
+        k2 = _transport(m, y_pred, y0,
+                        _stratonovich_increment(terms, t1, y_pred, args, control))
         # Embedded Euler step exp(k1): the two differ by exp of 0.5 (k2 - k1) to first order.
-        return _exp_unit(y0, 0.5 * (k1 + k2)), 0.5 * (k2 - k1)
+        return (_exp_unit(m, y0, (0.5 * (k1**ω + k2**ω)).ω),
+                (0.5 * (k2**ω - k1**ω)).ω)
 
 
 
@@ -298,10 +319,11 @@ class GeodesicMidpoint(AbstractGeodesicSolver, diffrax.AbstractStratonovichSolve
         return 2
 
     def update(self, terms, t0, t1, y0, args, control):
+        m = manifold_of(terms)
         k1 = _stratonovich_increment(terms, t0, y0, args, control)
-        y_mid = _exp_unit(y0, 0.5 * k1)
-        k2 = _transport(y_mid, y0,
+        y_mid = _exp_unit(m, y0, (0.5 * k1**ω).ω)
+        k2 = _transport(m, y_mid, y0,
                         _stratonovich_increment(terms, 0.5 * (t0 + t1), y_mid, args, control))
         # Embedded Euler step exp(k1): the two differ by exp of (k2 - k1) to first order.
-        return _exp_unit(y0, k2), k2 - k1
+        return _exp_unit(m, y0, k2), (k2**ω - k1**ω).ω
 

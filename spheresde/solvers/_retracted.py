@@ -5,8 +5,9 @@ from __future__ import annotations
 import diffrax
 from jaxtyping import PyTree
 
-from .._geometry import retract
-from ._geodesic import GeodesicInterpolation, finite_result
+from .._geometry import leafwise
+from ._geodesic import GeodesicInterpolation, finite_result, manifold_of
+from ._geodesic import dense_info as geodesic_dense_info
 
 # Inner solvers whose step is a function of the state and the increments of the path
 # alone: a retraction after it is a consistent scheme. Refused: solvers with a state of
@@ -24,7 +25,10 @@ _WEAK_ORDERS = {diffrax.Euler: 1.0, diffrax.Heun: 1.0, diffrax.Midpoint: 1.0,
 class Retracted(diffrax.AbstractWrappedSolver):
     r"""Make one step of ``solver`` in :math:`\mathbb{R}^d`, then normalize every row.
 
-    .. math:: y_{k+1} = \tilde y / |\tilde y|,\qquad \tilde y = \text{inner solver's step}.
+    .. math:: y_{k+1} = \tilde y / |\tilde y|,\qquad \tilde y = \text{inner solver's step}
+
+    (:math:`r\,\tilde y / |\tilde y|` on a sphere of radius :math:`r`; Euclidean leaves of a
+    pytree state keep the inner solver's step).
 
     The SDE sense is the inner solver's: ``Retracted(diffrax.Euler())`` converges to
     the Ito solution, ``Retracted(diffrax.Heun())`` to the Stratonovich one (Diffrax's
@@ -101,8 +105,9 @@ class Retracted(diffrax.AbstractWrappedSolver):
             terms, t0, t1, y0, args, solver_state, made_jump
         )
         del dense_info
-        y1 = retract(y1)
-        return y1, y_error, dict(y0=y0, y1=y1), solver_state, finite_result(y1, result)
+        y1 = leafwise("retract", manifold_of(terms), y1)
+        return y1, y_error, geodesic_dense_info(terms, y0, y1), solver_state, finite_result(
+            y1, result)
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)

@@ -9,7 +9,26 @@ are private. Importing ``spheresde`` does not import SymPy.
 """
 
 import importlib as _importlib
+import os as _os
+import signal as _signal
+import sys as _sys
 import warnings as _warnings
+
+
+def _interrupted_while_loading(signum, frame):  # pragma: no cover - run by a signal
+    _sys.stderr.write("\nspheresde: interrupted while starting; nothing was computed\n")
+    _sys.stderr.flush()
+    _os._exit(130)
+
+
+# The `spheresde` command imports this package (JAX, Diffrax, ...) for a second or two
+# before any of its code runs. A Ctrl-C then would be a KeyboardInterrupt traceback, or
+# land in JAX's garbage-collection callback and be ignored while the run goes on; nothing
+# is computed yet, so it ends the process in one line. spheresde.cli.main puts back the
+# default handler once it runs; an `import spheresde` from anything else is untouched.
+if _os.path.basename(getattr(_sys.modules.get("__main__"), "__file__", "") or "") in (
+        "spheresde", "spheresde-script.py"):
+    _signal.signal(_signal.SIGINT, _interrupted_while_loading)
 
 from ._brownian import WeakBrownianPath as WeakBrownianPath
 from ._extrapolation import WeakExtrapolation as WeakExtrapolation

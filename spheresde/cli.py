@@ -35,6 +35,7 @@ import argparse
 import errno
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -227,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     own_process = argv is None
     if own_process:
+        # from now on a Ctrl-C is a KeyboardInterrupt that the run turns into its one line
+        # (while the package loaded, spheresde/__init__.py ended the process itself)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = _interrupt_again
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line

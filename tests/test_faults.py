@@ -14,8 +14,12 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -824,3 +828,26 @@ def test_ctrl_c_inside_a_garbage_collection_callback_is_not_lost():
         sys.unraisablehook = hook
         signal.signal(signal.SIGINT, handler)
     assert not pending  # the callback did raise
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(tmp_path):
+    # the console script, interrupted 0.3 s in: Python is importing JAX and the package,
+    # before any line of the command runs (a traceback before, or a Ctrl-C lost in JAX's
+    # gc callback); 0.3 s is after the interpreter's own start (tens of milliseconds)
+    script = Path(sys.executable).with_name("spheresde")
+    run = subprocess.Popen([str(script), "phase", "--method", "exact", "--dims", "4",
+                            "--out", str(tmp_path / "out"), "--quiet"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    assert err.strip() == "spheresde: interrupted while starting; nothing was computed"
+
+
+def test_importing_the_package_leaves_ctrl_c_alone():
+    # only the command installs its handler: a script or notebook that imports spheresde
+    # keeps Python's KeyboardInterrupt
+    code = ("import signal, spheresde; "
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -41,6 +41,13 @@ def classifier(**bad):
     return data.TransformerClassifier.create(jr.key(0), **kwargs)
 
 
+def _paper_limit():
+    from proofs_check.engine import diffusion_limit
+    from proofs_check.layers import paper_layer
+
+    return diffusion_limit(paper_layer(), 2)
+
+
 def solve(dt):
     return spheresde.solve(brownian_motion_sde(3, "ito"), jnp.array([1.0, 0.0, 0.0]), 0.0,
                            0.1, dt, key=jr.key(0))
@@ -160,6 +167,14 @@ BAD = [
     (lambda: solve(1e-9),
      "dt=1e-09 gives 100,000,000 steps from t0=0 to t1=0.1, more than the 10,000,000 one solve "
      "computes; pass dt >= 1e-08"),
+    # the code generation of a derived limit, and a layer written once
+    (lambda: own(transformer.to_sphere_sde)(_paper_limit(), {"beta": 1.0}, 1),
+     "the sphere S^(d-1) needs a whole dim >= 2, got dim=1; pass e.g. dim=3"),
+    (lambda: own(transformer.to_sphere_sde)(_paper_limit(), {"beta": NAN}, 3),
+     "the value of beta must be finite, not NaN or infinite: got nan; pass finite values"),
+    (lambda: transformer.layer("paper").simulate(jr.key(0), jnp.ones((2, 2, 3)), beta=INF,
+                                                 layers=4, steps=2),
+     "beta must be finite, not NaN or infinite: got inf; pass finite values"),
 ]
 
 

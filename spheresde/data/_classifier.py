@@ -193,6 +193,7 @@ def train_epoch(model, opt_state, optim, images, labels, order):
 
     Returns the model, the optimizer state and the mean training loss of the epoch.
     """
+    _checks.real("images", images)
     return _epoch(model, opt_state, optim, images[None], labels[None], 0, order)
 
 

@@ -32,6 +32,7 @@ import sympy as sp
 from proofs_check.engine import DiffusionLimit, GaussianMatrix
 from proofs_check.symbols import d as d_symbol
 
+from .. import _checks
 from .._sde import SphereSDE
 from ._normalization import normalization
 
@@ -98,6 +99,9 @@ def to_sphere_sde(limit: DiffusionLimit, values: dict, dim: int):
     if not limit.normalization.manifold:
         raise ValueError("a layer without normalization has no sphere to live on: derive it "
                          "with normalization='rms' or 'layer' for a SphereSDE")
+    _checks.dimension("dim", dim)
+    for symbol, value in values.items():
+        _checks.real(f"the value of {symbol}", value)
     numeric = normalization(limit.normalization.name)
     span = limit.span
     gram_symbols = sorted({e for e in span.gram if isinstance(e, sp.Symbol)},

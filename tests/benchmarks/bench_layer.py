@@ -43,9 +43,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from spheresde import sample_uniform
-    from spheresde.transformer import simulate_network
-    from spheresde.transformer._absorption import absorbing_network
-    from spheresde.transformer._weights import PureNoise
+    from spheresde.transformer import PureNoise, simulate_network
+
+    try:
+        from spheresde.transformer._absorption import absorbing_network
+    except ImportError:  # --paths-only on a checkout from before the model's move
+        from spheresde._absorption import absorbing_network
 
     paths, d, layers, steps, beta = 2000, 8, 20, 200, 1.5
     key = jax.random.key(0)

@@ -65,8 +65,11 @@ def test_layers_whose_poles_are_not_equilibria_have_no_exact_law():
     assert layer("two_heads").equilibria()
 
 
-@pytest.mark.parametrize("name", layers())
-@pytest.mark.parametrize("n", [2, 3])
+# the paper's layer with two tokens in the fast loop; every other case compiles its own
+# programs (several seconds each) and runs with the slow tests
+@pytest.mark.parametrize(("name", "n"), [
+    pytest.param(name, n, marks=() if (name, n) == ("paper", 2) else pytest.mark.slow)
+    for name in layers() for n in (2, 3)])
 def test_every_registered_layer_runs_on_every_normalizations_manifold(name, n):
     # the registries are read when the test runs, after every test module was imported:
     # a layer or normalization registered by a recipe test is run here too
@@ -146,6 +149,7 @@ def test_a_layer_the_engine_cannot_read_is_refused_in_one_line():
         layer("nope")
 
 
+@pytest.mark.slow
 def test_a_layer_written_in_the_working_directory_runs_through_phase(tmp_path):
     # the recipe of docs/contributing.rst: a function of the tokens in a module of the
     # working directory, named MODULE:FUNCTION, with no other edit

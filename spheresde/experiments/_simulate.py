@@ -75,15 +75,24 @@ def _compiled(method: str, norm: str | AbstractNormalization = "rms"):
 
 def _final_tokens(method: str, key, *, tokens: int, beta: float, d: int,
                   weights: AbstractWeights, trajectories: int, layers: int, steps: int,
-                  norm: str | AbstractNormalization = "rms", dtype=None):
+                  norm: str | AbstractNormalization = "rms", layer: str = "paper",
+                  dtype=None):
     """Tokens at the horizon, ``(trajectories, n, d)``, from independent uniform starts
-    (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized)."""
+    (LayerNorm: uniform on the sphere of the hyperplane, the uniform start normalized).
+    A ``layer`` other than the paper's runs as :meth:`spheresde.transformer.Layer.simulate`
+    reads it (``weights`` give its ``mu`` and ``eps``)."""
     import jax
 
     from .. import sample_uniform
 
     start_key, path_key = jax.random.split(key)
     tokens0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
+    if layer != "paper":
+        from ..transformer._layers import layer as get_layer
+
+        mu, eps = weights.limit()
+        return get_layer(layer).simulate(path_key, tokens0, beta=beta, eps=eps, mu=mu,
+                                         layers=layers, steps=steps, norm=norm)
     return _compiled(method, norm)(path_key, tokens0, beta, weights=weights, layers=layers,
                                    steps=steps)
 
@@ -115,13 +124,16 @@ def exact_two_tokens(beta: float, d: int, *, sigma: float = 1.0, mu: float = 0.0
 def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, steps: int,
                     tol: float, norm: str | AbstractNormalization = "rms",
-                    dtype=None) -> tuple[np.ndarray, np.ndarray]:
+                    layer: str = "paper", dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """Outcome codes at the horizon, and the smaller cluster's size of each antipodal one."""
     if method not in ("particles", "discrete"):
         raise ValueError(f"no Monte Carlo method {method!r}")
+    if layer != "paper" and (method != "discrete" or isinstance(weights, ConstantWeights)):
+        raise ValueError(f"layer {layer!r} runs as the discrete network with random weights "
+                         "only (method 'discrete'; the exact law is method 'exact')")
     final = _final_tokens(method, key, tokens=tokens, beta=beta, d=d, weights=weights,
                           trajectories=trajectories, layers=layers, steps=steps, norm=norm,
-                          dtype=dtype)
+                          layer=layer, dtype=dtype)
     codes = np.asarray(classify(final, tol))
     return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
@@ -166,10 +178,10 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
         raise ValueError(f"norm={norm.name!r} needs method 'reduced' or 'discrete' (the "
                          "particle SDE is the RMS one)")
     if layer != "paper":
-        codes, minority = _layer_outcomes(method, key, layer=layer, tokens=tokens, beta=beta,
-                                          d=d, weights=weights, trajectories=trajectories,
+        codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
+                                          weights=weights, trajectories=trajectories,
                                           layers=layers, steps=steps, tol=tol, norm=norm,
-                                          dtype=dtype)
+                                          layer=layer, dtype=dtype)
         work = trajectories * steps
     elif method == "reduced" and not constant:
         mu, eps = weights.limit()
@@ -199,29 +211,6 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                                  minlength=tokens // 2 + 1)],
         "steps": int(work),
     }
-
-
-def _layer_outcomes(method: str, key, *, layer: str, tokens: int, beta: float, d: int,
-                    weights: AbstractWeights, trajectories: int, layers: int, steps: int,
-                    tol: float, norm: AbstractNormalization,
-                    dtype=None) -> tuple[np.ndarray, np.ndarray]:
-    """Outcome codes and minorities of the discrete network of a layer of
-    :func:`spheresde.transformer.layer`, from independent uniform tokens."""
-    import jax
-
-    from .. import sample_uniform
-    from ..transformer._layers import layer as get_layer
-
-    if method != "discrete" or isinstance(weights, ConstantWeights):
-        raise ValueError(f"layer {layer!r} runs as the discrete network with random weights "
-                         "only (method 'discrete'; the exact law is method 'exact')")
-    mu, eps = weights.limit()
-    start_key, path_key = jax.random.split(key)
-    tokens0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
-    final = get_layer(layer).simulate(path_key, tokens0, beta=beta, eps=eps, mu=mu,
-                                      layers=layers, steps=steps, norm=norm)
-    codes = np.asarray(classify(final, tol))
-    return codes, np.asarray(cluster_sizes(final))[codes == ANTIPODAL, 1]
 
 
 def add_counts(counts: list[dict]) -> dict:

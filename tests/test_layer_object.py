@@ -19,6 +19,7 @@ from scipy import stats
 from proofs_check.normalizations import names
 from spheresde import sample_uniform
 from spheresde.transformer import normalization, simulate_network, two_token
+from spheresde.transformer._absorption import absorption_levels
 from spheresde.transformer._layers import Layer, LayerError, layer, layers
 from spheresde.transformer._outcomes import ANTIPODAL, SINGLE, classify
 
@@ -63,6 +64,73 @@ def test_layers_whose_poles_are_not_equilibria_have_no_exact_law():
     with pytest.raises(LayerError, match="not equilibria"):
         chosen.antipodal_probability(1.0, 4)
     assert layer("two_heads").equilibria()
+
+
+@pytest.mark.parametrize(("beta", "d", "eps", "mu"), [(1.0, 4, 1.0, 0.0), (3.0, 3, 1.0, 0.0),
+                                                 (0.5, 7, 1.0, 0.0), (1.5, 5, 0.7, 0.3)])
+def test_the_paper_layers_certificate_is_the_closed_forms(beta, d, eps, mu):
+    # two derivations of one rho-SDE: the paper's (proofs_check.two_token, lambdified by
+    # proofs_check.export) and the engine's reading of the layer, through one quadrature:
+    # the same levels to rounding (a coefficient off by 1e-6 would move a level by a
+    # grid step of 1e-3 somewhere in these four points)
+    expected = absorption_levels(beta, d, eps, mu, 0.01, 1e-6)
+    got = layer("paper").absorption_levels(beta, d, eps=eps, mu=mu, tol=0.01, bound=1e-6)
+    assert got == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_layers_certificate_is_its_own_scale_function():
+    # two heads, d = 4, beta = 3: the single level z_+ is the first point of the 1e-3 grid
+    # where P(back to the boundary) <= bound, that probability recomputed here by adaptive
+    # quadrature of the layer's scale rate phi = 2 b_z / a_z (nested scipy.quad, not the
+    # trapezoid rule of the code): <= bound at z_+, above it one grid step before
+    from scipy.integrate import quad
+
+    from spheresde.transformer._layers import _two_token_law
+    from spheresde.transformer._rho import outcome_threshold
+
+    chosen, bound, tol = layer("two_heads"), 1e-3, 0.01
+    z_lo, z_hi = chosen.absorption_levels(3.0, 4, tol=tol, bound=bound)
+    assert math.isfinite(z_lo)
+    assert z_lo < -outcome_threshold(tol)
+    law, edge = _two_token_law(chosen, "rms"), outcome_threshold(tol)
+    values = chosen.bind(beta=3.0, d=4)
+
+    def density(u):  # S'(u) with S'(edge) = 1
+        return math.exp(-quad(lambda w: law.phi(math.tanh(w), **values), edge, u)[0])
+
+    def back(z):
+        return quad(density, z, edge + 40, limit=200)[0] / quad(density, edge, edge + 40,
+                                                                limit=200)[0]
+
+    assert back(z_hi) <= bound * (1 + 1e-6)
+    assert back(z_hi - 2e-3) > bound
+
+
+@pytest.mark.parametrize("name", ["per_token", "mlp"])
+def test_layers_without_equilibria_are_never_absorbed(name):
+    assert layer(name).absorption_levels(3.0, 4, tol=0.01, bound=0.5) == (-math.inf,
+                                                                           math.inf)
+
+
+@pytest.mark.slow
+def test_absorbing_a_layers_pairs_changes_no_class_at_matched_seeds():
+    # two heads, 1,000 two-token networks, d = 4, L = 20, T = 50 (1,000 layers), bound 1e-6:
+    # trajectory i draws from its own key, so with and without absorption the paths are the
+    # same and a class can change only where the certificate fails (expected 1e-3 of a
+    # trajectory here, plus the network's O(1/L) distance from the diffusion: none seen);
+    # at beta = 3 both outcomes are absorbed, most trajectories well before the horizon
+    from spheresde.experiments._simulate import simulate_counts
+    from spheresde.transformer._weights import PureNoise
+
+    runs = {absorb: simulate_counts("discrete", jax.random.key(5), tokens=2, beta=3.0, d=4,
+                                    weights=PureNoise(1.0), trajectories=1000, layers=20,
+                                    horizon=50.0, tol=0.01, absorb=absorb, layer="two_heads",
+                                    dtype=jnp.float64)
+            for absorb in (1e-6, 0.0)}
+    assert runs[1e-6]["outcomes"] == runs[0.0]["outcomes"]
+    assert runs[0.0]["outcomes"][1] > 200  # both outcomes present
+    assert runs[0.0]["steps"] == 1000 * 1000
+    assert runs[1e-6]["steps"] < 0.5 * runs[0.0]["steps"]
 
 
 # the paper's layer with two tokens in the fast loop; every other case compiles its own

@@ -162,8 +162,11 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
 
     ``layer``: a layer of :func:`spheresde.transformer.layer` other than the paper's runs
     under ``discrete`` only, as :meth:`spheresde.transformer.Layer.simulate` interprets it
-    (every layer, no absorption; ``weights`` give its ``mu`` and ``eps``); the paper's
-    layer runs the fast paths above, which a test holds to that interpretation in law.
+    (``weights`` give its ``mu`` and ``eps``): two tokens with certified absorption from
+    the layer's own scale function where its derived rho-SDE has one
+    (:func:`spheresde.transformer._layers.absorbing_layer`), more tokens every layer (the
+    n-token certificates are derived for the paper's layer); the paper's layer runs the
+    fast paths above, which a test holds to that interpretation in law.
 
     ``dtype``: the floating type of the simulation (default float: float64 under
     ``JAX_ENABLE_X64``, float32 otherwise).
@@ -177,7 +180,16 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     if not norm.paper and method == "particles":
         raise ValueError(f"norm={norm.name!r} needs method 'reduced' or 'discrete' (the "
                          "particle SDE is the RMS one)")
-    if layer != "paper":
+    if layer != "paper" and tokens == 2 and method == "discrete" and not constant:
+        from ..transformer._layers import absorbing_layer
+        from ..transformer._layers import layer as get_layer
+
+        mu, eps = weights.limit()
+        codes, work = absorbing_layer(key, get_layer(layer), beta=beta, d=d, eps=eps, mu=mu,
+                                      trajectories=trajectories, layers=layers, steps=steps,
+                                      tol=tol, bound=absorb, norm=norm, dtype=dtype)
+        minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
+    elif layer != "paper":
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,
                                           layers=layers, steps=steps, tol=tol, norm=norm,

@@ -34,6 +34,12 @@ cluster the certificate is instead a supermartingale :math:`V^p` of the gap
 :func:`cluster_absorption_level`, :func:`absorbing_tokens`); antipodal formations of more
 than two tokens have none, and are never absorbed.
 
+Another layer (:class:`spheresde.transformer.Layer`) has its own certificate where its
+derived :math:`\rho`-SDE has :math:`\pm1` as equilibria: :func:`scale_levels` is this
+quadrature for any z-SDE, :meth:`~spheresde.transformer.Layer.absorption_levels` asks it
+of the layer's, and :func:`spheresde.transformer._layers.absorbing_layer` runs the
+layer's two-token network with it (the n-token certificates are the paper's layer's).
+
 :func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
 steps inside one compiled call, the absorbed ones are dropped on the host, and the
 survivors are packed into a smaller batch (sizes rounded up to a power of two, at least
@@ -84,19 +90,20 @@ def absorption_levels(beta: float, d: float, eps: float, mu: float, tol: float,
         return -math.inf, math.inf
     from proofs_check.export import rho_coefficients
 
-    rc = rho_coefficients("numpy")
-    edge = outcome_threshold(tol)
-    return _levels(rc, beta, d, eps, mu, edge, bound)
+    return scale_levels(rho_coefficients("numpy"), (beta, d, eps, mu), outcome_threshold(tol),
+                        bound)
 
 
-def _levels(rc, beta, d, eps, mu, edge, bound):
+def scale_levels(rc, args: tuple, edge: float, bound: float) -> tuple[float, float]:
+    """:func:`absorption_levels` for any z-SDE: ``rc.z_drift(z, *args)`` and
+    ``rc.z_diffusion(z, *args)`` (the paper's, or a layer's
+    :meth:`~spheresde.transformer.Layer.absorption_levels`), boundary ``edge`` in z."""
     out = []
     for sign in (-1.0, 1.0):
         z = sign * (edge + np.arange(0.0, _Z_SPAN, _Z_STEP))
         # outward drift rate: 2 drift / diffusion^2 with z measured away from the boundary
         q = np.broadcast_to(np.asarray(
-            sign * 2 * rc.z_drift(z, beta, d, eps, mu)
-            / rc.z_diffusion(z, beta, d, eps, mu) ** 2, float), z.shape)
+            sign * 2 * rc.z_drift(z, *args) / rc.z_diffusion(z, *args) ** 2, float), z.shape)
         # log S'(u), u = |z - boundary|: S' = exp(-int 2 drift / diffusion^2)
         log_density = -np.concatenate([[0.0], np.cumsum((q[1:] + q[:-1]) / 2 * _Z_STEP)])
         if not q[-1] > 0:  # S' does not decay outward: that end does not attract
@@ -528,4 +535,4 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
 
 __all__ = ["LIVE", "absorbing_network", "absorbing_rho", "absorbing_tokens",
            "absorption_levels", "cluster_absorption_level", "cone_absorption_level",
-           "run_in_segments", "token_gap", "token_spread"]
+           "run_in_segments", "scale_levels", "token_gap", "token_spread"]

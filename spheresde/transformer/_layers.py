@@ -208,7 +208,10 @@ class Layer:
                  layers: int, steps: int, norm: NormalizationLike = "rms"):
         """The discrete network: ``steps`` layers of step ``s = layers ** -1/2`` from
         ``tokens0`` ``(trajectories, n, d)`` (put on the normalization's manifold first);
-        the final tokens. Layer ``k`` draws its matrices from ``fold_in(key, k)``."""
+        the final tokens. Trajectory ``i`` draws the matrices of layer ``k`` from
+        ``fold_in(fold_in(key, i), k)``: its path does not depend on the other
+        trajectories, so :func:`absorbing_layer` stops some early without changing the
+        rest."""
         _checks.tokens("tokens0", tokens0)
         if np.ndim(tokens0) != 3:
             raise ValueError(f"tokens0 has shape {np.shape(tokens0)}; pass the start of every "
@@ -220,20 +223,108 @@ class Layer:
         norm = normalization(norm)
         values = {k: jnp.asarray(v, tokens0.dtype)
                   for k, v in self.bind(beta=beta, eps=eps, mu=mu, d=d, layers=layers).items()}
-        return _run(self.step(n, norm), key, norm.start(tokens0), values, steps)
+        return _advance(self.step(n, norm), norm.start(tokens0), _lane_keys(key, tokens0.shape[0]),
+                        0, steps, values)
+
+    def absorption_levels(self, beta: float, d: int, *, eps: float = 1.0, mu: float = 0.0,
+                          tol: float, bound: float,
+                          norm: NormalizationLike = "rms") -> tuple[float, float]:
+        r"""The levels :math:`(z_-, z_+)` in :math:`z = \operatorname{artanh}\rho` beyond which
+        two tokens come back to the classification boundary with probability at most
+        ``bound``: :func:`spheresde.transformer._absorption.absorption_levels` with this
+        layer's derived :math:`\rho`-SDE and its scale function in place of the paper's.
+        :math:`(-\infty, \infty)` (never absorb) without :meth:`equilibria`, without noise
+        (``eps = 0``) or with ``bound = 0``."""
+        from ._rho import outcome_threshold
+
+        _checks.real("bound", bound, at_least=0.0)
+        if not 0 < tol < 1:
+            raise ValueError(f"tol must be in (0, 1), got {tol!r}; pass e.g. tol=0.01")
+        values = self.bind(beta=beta, eps=eps, mu=mu, d=d)
+        return _levels(self, normalization(norm).name, tuple(sorted(values.items())),
+                       outcome_threshold(tol), float(bound))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def _run(step, key, x0, values, steps):
-    trajectories = x0.shape[0]
+@functools.cache
+def _levels(lay: Layer, norm_name: str, values: tuple, edge: float,
+            bound: float) -> tuple[float, float]:
+    from ._absorption import scale_levels
+
+    law = _two_token_law(lay, norm_name)
+    values = dict(values)
+    if law is None or bound <= 0 or values["epsilon"] <= 0:
+        return -math.inf, math.inf
+    return scale_levels(law.z_sde(values), (values["beta"], values["d"], values["epsilon"],
+                                            values["mu"]), edge, bound)
+
+
+def _lane_keys(key, trajectories: int):
+    """One key per trajectory, ``fold_in(key, i)``: its layers draw from it alone."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(trajectories))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _advance(step, x, keys, start, count, values):
+    """``count`` layers from layer ``start`` (both traced: one program for every segment
+    and batch of a shape), trajectory ``i``'s layer ``k`` from ``fold_in(keys[i], k)``."""
     one = jax.vmap(step, in_axes=(0, 0, None))
 
-    def layer_k(x, k):
-        keys = jax.random.split(jax.random.fold_in(key, k), trajectories)
-        return one(keys, x, values), None
+    def layer_k(k, x):
+        return one(jax.vmap(lambda lane: jax.random.fold_in(lane, start + k))(keys), x, values)
 
-    x, _ = jax.lax.scan(layer_k, x0, jnp.arange(steps))
-    return x
+    return jax.lax.fori_loop(0, count, layer_k, x)
+
+
+def absorbing_layer(key, lay: Layer, *, beta: float, d: int, eps: float, mu: float,
+                    trajectories: int, layers: int, steps: int, tol: float, bound: float,
+                    norm: NormalizationLike = "rms", segment: int = 512,
+                    dtype=None) -> tuple[np.ndarray, int]:
+    r"""Outcome codes of ``trajectories`` runs of ``lay``'s network with two uniform tokens
+    for ``steps`` layers, with certified early absorption from the layer's own scale
+    function (:meth:`Layer.absorption_levels`; none where it has no certificate); the
+    codes and the trajectory-steps simulated.
+
+    The paper's certificate, read off another :math:`\rho`-SDE: a pair beyond
+    :math:`z_\pm` comes back to the classification boundary with probability at most
+    ``bound``, so each fraction moves by at most ``bound`` in expectation (for the
+    diffusion; the network follows it up to :math:`O(1/L)`). The inner product is read in
+    float64 from the normalized tokens' difference and sum, :math:`1 \mp \rho =
+    |u_1 \mp u_2|^2/2`, which keep their relative precision near :math:`\pm 1`. The same
+    ``key`` gives the same paths as :meth:`Layer.simulate` (per-trajectory keys), so
+    with and without absorption only a class the certificate bounds can change.
+    """
+    from .._geometry import sample_uniform
+    from ._absorption import LIVE, run_in_segments
+    from ._outcomes import ANTIPODAL, SINGLE, classify
+
+    norm = normalization(norm)
+    z_lo, z_hi = lay.absorption_levels(beta, d, eps=eps, mu=mu, tol=tol, bound=bound,
+                                       norm=norm)
+    gap_single = 2 / (1 + math.exp(2 * z_hi)) if math.isfinite(z_hi) else -1.0  # 1 - rho_+
+    gap_anti = 2 / (1 + math.exp(-2 * z_lo)) if math.isfinite(z_lo) else -1.0  # 1 + rho_-
+    start_key, path_key = jax.random.split(key)
+    x0 = norm.start(sample_uniform(start_key, (trajectories, 2), d, dtype))
+    values = {k: jnp.asarray(v, x0.dtype)
+              for k, v in lay.bind(beta=beta, eps=eps, mu=mu, d=d, layers=layers).items()}
+    step = lay.step(2, norm)
+    segment = max(1, min(segment, steps // 8))
+
+    def advance(state, start, count):
+        x, lane_keys = state
+        return _advance(step, x, lane_keys, start, count, values), lane_keys
+
+    def status(state):
+        x = np.asarray(state[0], float)
+        u = x / np.linalg.norm(x, axis=-1, keepdims=True)
+        minus = np.sum((u[:, 0] - u[:, 1]) ** 2, axis=-1) / 2
+        plus = np.sum((u[:, 0] + u[:, 1]) ** 2, axis=-1) / 2
+        return np.where(minus < gap_single, SINGLE, np.where(plus < gap_anti, ANTIPODAL, LIVE))
+
+    def finish(state):
+        return np.asarray(classify(state[0], tol))
+
+    return run_in_segments(advance, (x0, _lane_keys(path_key, trajectories)), status, finish,
+                           steps=steps, segment=segment)
 
 
 @dataclass(frozen=True)
@@ -575,5 +666,5 @@ def layer(spec: str | Layer) -> Layer:
     return Layer(spec, found, f"{function} of {module}")
 
 
-__all__ = ["Layer", "LayerError", "layer", "layers", "register_layer",
+__all__ = ["Layer", "LayerError", "absorbing_layer", "layer", "layers", "register_layer",
            "scale_function_probability"]

@@ -54,9 +54,13 @@ row is computed from the counts of its chunks summed in chunk order; so a point'
 numbers do not depend on which process, machine or executor ran which chunk, nor in
 which order, and are identical to the last digit (on the same kind of device). The
 chunk size is part of the sweep's identity (another chunk size means other random
-streams, so other numbers). Each finished chunk of an unfinished point is stored at
-once, so a killed run loses at most the chunks in flight; the submitting process is the
-only writer; the chunks of a point are removed in the transaction that stores its rows.
+streams, so other numbers). What a task finished (one chunk, or the chunks of several
+small points that the driver gathered into one task) is stored at once, in one
+transaction (:meth:`Sweep.store`), so a killed run loses at most the tasks in flight;
+the grouping is no part of the sweep's identity (it changes no number) and the records
+are the same whatever it was, so a store resumes under any grouping; the submitting
+process is the only writer; the chunks of a point are removed in the transaction that
+stores its rows.
 """
 
 from __future__ import annotations

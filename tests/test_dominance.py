@@ -224,3 +224,22 @@ def test_a_hybrid_point_simulates_and_echoes_its_own_horizon(monkeypatch):
     row = spec.finish(point, [counts])
     assert row.horizon == 200.0
     assert (row.p_single, row.p_antipodal, row.p_undecided) == (0.5, 0.3, 0.2)
+
+
+@pytest.mark.slow  # two sweeps and their figures: ~20 s
+def test_grouped_tasks_give_the_numbers_of_one_chunk_a_task(tmp_path):
+    """Small points run together (one task, one store transaction; here 4 tasks of 5 to 7
+    chunks that cut across points) draw the same numbers as one chunk a task: each chunk
+    keeps the key of its own (seed, point, chunk)."""
+    from spheresde.experiments import RunOptions
+    from spheresde.experiments.engine._driver import grouped
+
+    spec = DominanceSpec(tokens=(3,), betas=(1.0, 4.0), eps=(0.5, 1.0, 2.0), trajectories=24,
+                         layers=5, horizon=2.0, horizon_scale=0.0, max_horizon=0.0)
+    chunks = [(p, k) for p in spec.points() for k in range(4)]
+    assert [len(g) for g in grouped(spec, (7, 7, 7, 3), 10**9, 1, chunks)] == [6, 7, 6, 5]
+    spec.run(tmp_path / "alone", RunOptions(quiet=True, chunk_size=7, task_steps=0))
+    spec.run(tmp_path / "grouped", RunOptions(quiet=True, chunk_size=7))
+    for name in ("dominance.csv", "dominance_edges.csv"):
+        assert ((tmp_path / "grouped" / name).read_bytes()
+                == (tmp_path / "alone" / name).read_bytes())

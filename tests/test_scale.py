@@ -373,3 +373,31 @@ def test_dry_run_measures_what_parallel_chunks_gain_instead_of_dividing_by_worke
     # alone (a GIL-bound chunk once read 1.63, its lone run timed while the core was busy)
     assert max(_speedup(Spec(waits), {}, 10, 16, 2) for _ in range(3)) > 1.6
     assert min(_speedup(Spec(spins), {}, 10, 16, 2) for _ in range(3)) < 1.3
+
+
+@pytest.mark.slow
+def test_dry_run_prices_the_figure_of_the_whole_grid_and_says_in_words_what_it_cannot(
+        tmp_path, monkeypatch):
+    """The figures of hybrid and tokens need the whole grid (a few finished rows raised
+    KeyError and StopIteration, which the plan printed): the plan draws them from rows
+    copied over the grid. A figure that cannot be drawn even so is said in words, never
+    by an exception's name."""
+    from spheresde.experiments import SCALES, RunOptions, TokensSpec, estimate_sweep
+
+    def plan(name):
+        return "\n".join(estimate_sweep(SCALES["smoke"][name], tmp_path / name,
+                                        RunOptions(quiet=True), name=name).lines)
+
+    exception = re.compile(r"Error|Exception|StopIteration")
+    for name in ("hybrid", "tokens"):
+        text = plan(name)
+        assert "drawn from their rows copied over the grid" in text, text
+        assert not exception.search(text), text
+
+    def fails(self, rows, path):
+        raise KeyError((1.5, 0.25))
+
+    monkeypatch.setattr(TokensSpec, "plot", fails)
+    text = plan("tokens")
+    assert "the drawing itself not priced (it could not be drawn" in text, text
+    assert not exception.search(text), text

@@ -368,3 +368,91 @@ def test_the_network_sweeps_name_their_stream_revision():
     assert HybridSpec(method="discrete").stream_revision() == "network-2"
     assert TokensSpec(method="particles").stream_revision() is None
     assert DominanceSpec().stream_revision() == "network-2"  # always the network
+
+
+# ------------------------------------------------------------------ chunks gathered into tasks
+
+
+def in_groups_of(size):
+    """A group rule of compute_chunks: consecutive chunks, ``size`` a task."""
+    from spheresde.experiments.engine._chunks import task_groups
+
+    return lambda tasks: task_groups(tasks, lambda task: 1, size)
+
+
+def test_task_groups_gather_consecutive_tasks_up_to_their_work():
+    from spheresde.experiments.engine._chunks import task_groups
+
+    assert task_groups(list(range(7)), lambda t: 1, 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert task_groups([5, 1, 1, 9, 1], lambda t: t, 2) == [[5], [1, 1], [9], [1]]
+    assert task_groups([1, 2, 3], lambda t: t, 0) == [[1], [2], [3]]  # one a task
+    assert task_groups([], lambda t: t, 10) == []
+
+
+def test_grouped_chunks_give_the_csv_of_one_chunk_a_task(tmp_path):
+    # groups of 4 chunks cut across points (3 chunks a point): each chunk keeps its own seed
+    alone = chunked(tmp_path / "alone", grid())
+    for size in (2, 4, 100):
+        assert chunked(tmp_path / f"g{size}", grid(), group=in_groups_of(size)) == alone
+        assert ((tmp_path / f"g{size}" / "toy.csv").read_text()
+                == (tmp_path / "alone" / "toy.csv").read_text())
+    assert chunked(tmp_path / "reversed", grid(), group=in_groups_of(4),
+                   executor=Reversed()) == alone
+
+
+def test_an_interrupted_grouped_sweep_resumes_without_recomputing_finished_points(tmp_path):
+    # tasks of 4 chunks (3 a point): the 10th chunk dies in the third task; the first two
+    # tasks (8 chunks: points 1 and 2 whole, 2 chunks of point 3) are stored, the third
+    # task's finished chunk is not (a task is one transaction)
+    whole = chunked(tmp_path / "whole", grid())
+    calls = []
+
+    def dies_at_tenth(point, k):
+        calls.append((point["a"], point["b"], k))
+        if len(calls) == 10:
+            raise KeyboardInterrupt
+        return chunk_counts(point, k)
+
+    store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    with pytest.raises(KeyboardInterrupt):
+        compute_chunks(store, grid(), lambda p: 3, dies_at_tenth, finish, quiet=True,
+                       group=in_groups_of(4))
+    assert len(read(tmp_path / "cut" / "toy.csv")) == 2
+    assert set(stored_chunks(tmp_path / "cut")) == {("2|0.5", 0), ("2|0.5", 1)}
+
+    calls.clear()
+    again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    rows = compute_chunks(again, grid(), lambda p: 3,
+                          lambda p, k: calls.append((p["a"], p["b"], k)) or chunk_counts(p, k),
+                          finish, quiet=True, group=in_groups_of(4))
+    assert len(calls) == 6 * 3 - 8  # nothing stored is computed again
+    assert not {(1, 0.5), (1, 1.5)} & {(a, b) for a, b, _ in calls}
+    assert not {(2, 0.5, 0), (2, 0.5, 1)} & set(calls)
+    assert rows == whole
+    assert ((tmp_path / "cut" / "toy.csv").read_text()
+            == (tmp_path / "whole" / "toy.csv").read_text())
+    assert stored_chunks(tmp_path / "cut") == {}
+
+
+def test_a_store_of_one_chunk_a_task_resumes_in_groups(tmp_path):
+    # a store written one chunk a task (as every store before grouping was) and cut off
+    # resumes in groups: the layout of the store is the same
+    whole = chunked(tmp_path / "whole", grid())
+    calls = []
+
+    def dies_at_fifth(point, k):
+        calls.append(k)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return chunk_counts(point, k)
+
+    store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    with pytest.raises(KeyboardInterrupt):
+        compute_chunks(store, grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
+    calls.clear()
+    again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
+    rows = compute_chunks(again, grid(), lambda p: 3,
+                          lambda p, k: calls.append(k) or chunk_counts(p, k), finish,
+                          quiet=True, group=in_groups_of(5))
+    assert len(calls) == 6 * 3 - 4
+    assert rows == whole

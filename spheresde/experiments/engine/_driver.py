@@ -24,7 +24,7 @@ from typing import Any, Generic
 
 from tqdm.auto import tqdm
 
-from ._chunks import Counts, chunk_sizes
+from ._chunks import Counts, chunk_sizes, task_groups
 from ._executors import executor_for
 from ._params import LARGEST_INT, BadParameters
 from ._store import ParameterMismatch, R, Sweep, open_store
@@ -59,6 +59,15 @@ class SweepResult(AbstractResult, Generic[R]):
 MOST_WORKERS = 1024
 """The most worker processes of a local Dask cluster (more would not start in time)."""
 
+TASK_STEPS = 20_000_000
+"""The trajectory-steps a task gathers at least (:attr:`RunOptions.task_steps`): about a
+second of a many-token network's stepping, 40 ms of the two-token chain's, where a Dask
+task and a store transaction cost a few milliseconds each."""
+
+TASKS_PER_WORKER = 4
+"""A sweep is cut into at least this many tasks a worker (fewer only when it has fewer
+chunks), so that grouping small points never leaves a worker idle at the end."""
+
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
@@ -70,9 +79,13 @@ class RunOptions:
     process); ``scheduler``: the address of an existing Dask scheduler instead;
     ``wait``: wait for another process writing into the same directory instead of
     refusing; ``prune``: drop the stored points outside the requested grid instead of
-    refusing. The planner (``--dry-run``) reads the same options. The command line builds
-    these options, so that their checks (``workers`` with ``scheduler``, the ranges of
-    ``chunk_size`` and ``workers``) are this class's only.
+    refusing; ``task_steps``: the nominal trajectory-steps that one Dask task and one
+    store transaction gather at least, chunks of consecutive points run together up to
+    it (0: one chunk a task; see :func:`grouped`; not offered on the command line: it
+    changes no number, only the cost around the chunks). The planner (``--dry-run``)
+    reads the same options. The command line builds these options, so that their checks
+    (``workers`` with ``scheduler``, the ranges of ``chunk_size`` and ``workers``) are
+    this class's only.
     """
 
     quiet: bool = False
@@ -82,6 +95,7 @@ class RunOptions:
     scheduler: str | None = None
     wait: bool = False
     prune: bool = False
+    task_steps: int = TASK_STEPS
 
     def __post_init__(self):
         if not 1 <= self.chunk_size <= LARGEST_INT:
@@ -92,6 +106,8 @@ class RunOptions:
         if self.workers and self.scheduler is not None:
             raise BadParameters("`workers` starts a local Dask cluster and `scheduler` uses "
                                 "an existing one: give one of them")
+        if not 0 <= self.task_steps <= LARGEST_INT:
+            raise BadParameters(f"`task_steps={self.task_steps}` must be in [0, 2^53]")
 
 
 def run_chunked(spec: Any, out: str | os.PathLike, options: RunOptions | None = None, *,
@@ -111,7 +127,9 @@ def run_chunked(spec: Any, out: str | os.PathLike, options: RunOptions | None = 
             sweep, spec.points(), lambda point: len(sizes),
             functools.partial(_chunk_task, spec, sizes), spec.finish, executor=running,
             quiet=options.quiet, desc=spec.progress(name),
-            check=lambda point, k, counts: spec.check(counts, sizes[k]), prune=options.prune)
+            check=lambda point, k, counts: spec.check(counts, sizes[k]), prune=options.prune,
+            group=functools.partial(grouped, spec, sizes, options.task_steps,
+                                    running.workers))
     png = spec.plot(rows, Path(out) / f"{name}.png")
     return SweepResult(spec, rows, sweep.csv_path, sweep.meta_path, png)
 
@@ -152,6 +170,25 @@ def _chunk_task(spec, sizes, point, k):
     return spec.chunk(point, k, sizes[k])
 
 
+def grouped(spec: Any, sizes: Sequence[int], task_steps: int, workers: int,
+            chunks: list[tuple[dict[str, Any], int]]) -> list[list[tuple[dict[str, Any], int]]]:
+    """The chunks ``(point, k)`` of a chunked ``spec`` gathered into tasks of at least
+    ``task_steps`` nominal trajectory-steps (``sizes[k]`` trajectories of
+    ``spec.point_steps(point)`` steps; :func:`~._chunks.task_groups`), but at least
+    :data:`TASKS_PER_WORKER` tasks for each of ``workers`` where there are chunks enough."""
+    def work(chunk: tuple[dict[str, Any], int]) -> int:
+        point, k = chunk
+        return sizes[k] * max(spec.point_steps(point), 1)
+
+    total = sum(map(work, chunks))
+    return task_groups(chunks, work, min(task_steps, total / (TASKS_PER_WORKER * workers)))
+
+
+def _group_task(chunk: Callable, group: list[tuple[dict[str, Any], int]]) -> list:
+    """The chunks of one task, one after the other: ``[chunk(point, k), ...]``."""
+    return [chunk(point, k) for point, k in group]
+
+
 # ---------------------------------------------------------------------------- the loop
 
 
@@ -185,6 +222,8 @@ def compute_chunks(
     desc: str | None = None,
     check: Callable[[dict[str, Any], int, Counts], str | None] | None = None,
     prune: bool = False,
+    group: Callable[[list[tuple[dict[str, Any], int]]],
+                    list[list[tuple[dict[str, Any], int]]]] | None = None,
 ) -> list[R]:
     """Compute every missing chunk of every missing point of ``sweep``; return all rows
     in grid order.
@@ -196,18 +235,22 @@ def compute_chunks(
     :mod:`~._executors`; None: in this process, in task order) runs the chunks, in any
     order and anywhere; this process alone writes the files. ``check(point, k, counts)``
     says what is wrong with stored counts (None: nothing). Stored points outside
-    ``points`` refuse (:class:`ParameterMismatch`) unless ``prune`` drops them. The
+    ``points`` refuse (:class:`ParameterMismatch`) unless ``prune`` drops them.
+    ``group(chunks)`` gathers the missing chunks ``(point, k)`` into tasks (None: one chunk
+    a task, see :func:`grouped`): a task's chunks run one after the other where the
+    executor puts it, and what they finish (rows of points, chunks of unfinished points)
+    is stored in one transaction, so a killed run loses at most the tasks in flight. The
     sweep's lock is released when this returns or raises.
     """
     try:
         return _compute(sweep, points, chunks, chunk, finish, executor=executor,
-                        quiet=quiet, desc=desc, check=check, prune=prune)
+                        quiet=quiet, desc=desc, check=check, prune=prune, group=group)
     finally:
         sweep.close()
 
 
 def _compute(sweep: Sweep, points, chunks, chunk, finish, *, executor, quiet, desc, check,
-             prune) -> list:
+             prune, group) -> list:
     outside = sweep.outside(points)
     if outside and not prune:
         shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more"
@@ -243,18 +286,27 @@ def _compute(sweep: Sweep, points, chunks, chunk, finish, *, executor, quiet, de
                 if len(results[sweep.key(point)]) == needed[sweep.key(point)]:
                     stamp()
                     complete(point)
-            done = (((task, chunk(*task)) for task in tasks) if executor is None
-                    else executor.map_unordered(chunk, tasks))
-            for (point, k), value in done:
-                key = sweep.key(point)
-                results[key][k] = value
-                record["chunks_computed"] += 1
+            groups = [(one,) for one in ([[task] for task in tasks] if group is None
+                                         else group(tasks))]
+            run_group = functools.partial(_group_task, chunk)
+            done = (((one, run_group(*one)) for one in groups) if executor is None
+                    else executor.map_unordered(run_group, groups))
+            for (one,), values in done:
+                finished, unfinished = [], []
+                for (point, k), value in zip(one, values, strict=True):
+                    key = sweep.key(point)
+                    results[key][k] = value
+                    if len(results[key]) == needed[key]:
+                        pieces = results.pop(key)
+                        finished.append((point, finish(point, [pieces[j]
+                                                               for j in range(needed[key])])))
+                    else:
+                        unfinished.append((point, k, value))
+                record["chunks_computed"] += len(one)
                 stamp()
-                if len(results[key]) == needed[key]:
-                    complete(point)
-                else:
-                    sweep.save_chunk(point, k, value)
-                bar.update()
+                # a point finished later in the same task keeps no chunk
+                sweep.store(finished, [c for c in unfinished if sweep.key(c[0]) in results])
+                bar.update(len(one))
         record["finished"] = True
     finally:  # the CSV and JSON of what is stored, whether the run ended or stopped
         stamp()

@@ -1,7 +1,8 @@
 """Where the chunks of a sweep run: in this process, or on a Dask cluster.
 
 An executor has ``map_unordered(fn, tasks)``, which yields ``(task, fn(*task))`` for
-every task as results arrive (any order), and ``describe()`` (a line for the metadata).
+every task as results arrive (any order), ``describe()`` (a line for the metadata) and
+``workers`` (how many tasks run at once, for the driver's grouping of small chunks).
 Whatever the executor, each chunk is a pure function of (seed, point, chunk index), so
 the numbers do not depend on it; only the submitting process writes files.
 
@@ -25,6 +26,8 @@ from ._params import BadParameters
 
 class SerialExecutor:
     """Run the chunks one after the other in this process, in task order."""
+
+    workers = 1
 
     def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
         """Yield ``(task, fn(*task))`` for every task, in order."""
@@ -59,9 +62,10 @@ class DaskExecutor:
     """Run the chunks on the workers of a ``dask.distributed`` client (results in the
     order they finish); Ctrl-C or an error cancels what is still queued."""
 
-    def __init__(self, client: Any, label: str):
+    def __init__(self, client: Any, label: str, workers: int):
         self.client = client
         self.label = label
+        self.workers = max(1, workers)
 
     def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
         """Submit every task at once; yield ``(task, result)`` as each one finishes."""
@@ -107,9 +111,10 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
             raise BadParameters(f"`scheduler='{options.scheduler}'`: cannot connect to a Dask "
                                 f"scheduler there ({err})") from None
         with client:
-            workers = len(client.scheduler_info().get("workers", {}))
+            workers = client.scheduler_info().get("workers", {})
             yield DaskExecutor(client, f"dask scheduler {options.scheduler} "
-                                       f"({workers} workers at start)")
+                                       f"({len(workers)} workers at start)",
+                               sum(w.get("nthreads", 1) for w in workers.values()))
         return
     if options.workers < 1:
         raise BadParameters(f"`workers` must be >= 1, got {options.workers}")
@@ -122,7 +127,8 @@ def executor_for(options: Any) -> Iterator[SerialExecutor | DaskExecutor]:
                 dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
                 silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
-        yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers")
+        yield DaskExecutor(client, f"dask LocalCluster, {options.workers} workers",
+                           options.workers)
 
 
 @contextlib.contextmanager

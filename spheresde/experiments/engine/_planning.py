@@ -14,29 +14,47 @@ trajectory-steps, and prices them by measurements made now, in this process:
 - **finishing**: ``spec.finish`` (the laws a row is compared with) timed at up to
   :data:`FINISH_POINTS` points spread over the grid, per point left (its cost varies
   over the grid: the finite-depth law of a phase point takes 0.3 s to 5 s), and the
-  figure drawn from those rows (``dominance``'s edges derive the formation thresholds);
-- **probes**: up to :data:`PROBES` points spread over the grid run a chunk of
+  figure drawn from those rows copied over the whole grid (a figure needs the grid's
+  shape: hybrid's table of every (beta, eps), dominance's edges over eps), after its
+  ``figure_needs`` (``dominance``'s edges derive the formation thresholds);
+- **probes**: up to :data:`PROBES` points over the grid (:func:`_design`: its opposite
+  corners, then a Latin hypercube over the axes, so that every axis is probed at both
+  ends, the corner where nothing is absorbed and long horizons included) run a chunk of
   :data:`PROBE_TRAJECTORIES` trajectories over their full horizon (with early absorption
   when the sweep absorbs), timed; the stepping is priced by their seconds per nominal
-  trajectory-step (a ratio over the probes: points with long horizons weigh more), so
-  that a grid whose points differ in cost (more tokens, a larger d, trajectories that
-  are absorbed early or never) is priced where it costs and not at its first point. The
+  trajectory-step (a ratio over the probes: points with long horizons weigh more), less
+  what each probe chunk costs beyond its steps (below), so that a grid whose points
+  differ in cost (more tokens, a larger d, trajectories that are absorbed early or
+  never) is priced where it costs and not at its first point. The
   probes' narrower batch is corrected by the speed of the two batch widths measured at
   the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
   calibrated speed (every step counted); with fewer than two, the first point's speed
   prices every step. The programs the probes compile (early absorption narrows a batch
   to widths that compile programs of their own, which the tries above never reach) are
   counted, and each family of points that compiles its own is priced at what a probed
-  family compiled.
+  family compiled;
+- **around the steps**: what every chunk costs however few its steps (drawing the starts,
+  its point's absorption levels, dispatching, classifying: :func:`_call_seconds`, a chunk
+  of one layer timed at :data:`CALL_POINTS` points), once a chunk; and what every task
+  costs (:func:`~._driver.grouped` gathers small points into tasks): a store transaction,
+  timed in a scratch store beside the output directory, and with Dask a task's own
+  :data:`DASK_TASK_SECONDS` (``dominance`` at the paper's size: 1,620 chunks of 9 to 25
+  ms each, in 61 tasks).
+
+``dominance`` at the paper's size shows why the probes cover every axis: at d = 2 no
+certificate absorbs (every step is simulated, 8 s a point of 16 tokens at eps = 0.05 on
+loaded cores), at d >= 3 a small eps simulates 5% of its steps; probes spread along the
+grid's order saw 14.5% of the steps simulated, the corners and the hypercube 36%.
 
 With ``--workers N`` the stepping is divided by the speedup N chunks reach together on
 this machine's cores, measured (:func:`_speedup`: the calibration chunk alone, then N
 copies at once), not by N: one process of an n-token network already keeps two cores
 busy, and two workers on two cores then run it about 1.2 to 1.5 times as fast as one,
 where two tokens reach 1.9. Compiling is divided by N (each worker compiles what it runs,
-so compiling is divided only as far as there are programs to share); finishing runs in
-this process. Nothing is written (the figure is drawn in a scratch
-directory).
+so compiling is divided only as far as there are programs to share); what a chunk costs
+around its steps is divided by the same speedup, a task's is not; finishing runs in
+this process. Nothing is written (the figure is drawn, and store transactions are timed,
+in scratch directories, removed).
 """
 
 from __future__ import annotations
@@ -47,12 +65,19 @@ from typing import Any, NamedTuple
 
 from ._chunks import chunk_sizes
 from ._database import STORE
+from ._driver import grouped
 from ._store import ParameterMismatch, open_store
 
 CALIBRATION_TRAJECTORIES = 2048  # wide enough for a vectorized kernel to reach its speed
 CALIBRATION_STEPS = 400
 PROBE_TRAJECTORIES = 256
-PROBES = 9  # points probed over the full horizon, at most
+PROBES = 12  # points probed over the full horizon, at most
+CALL_POINTS = 5  # points at which a chunk of one layer is timed (what a chunk costs beyond steps)
+STORE_COMMITS = 20  # store transactions timed, in a scratch store beside the output directory
+DASK_TASK_SECONDS = 0.02
+"""What a Dask task costs beyond its chunks, on a local cluster (submitting, scheduling,
+pickling the spec and the counts): ``tests/benchmarks/bench_chunk_overhead.py`` measured
+about 20 ms with 2 workers on 2 cores (the plan starts no cluster to measure it)."""
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 SPEEDUP_REPEATS = 3  # timings of the calibration chunk alone and together, best of each
 PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
@@ -191,14 +216,15 @@ def _programs(spec: Any, points: list[dict]) -> tuple[int, float, tuple[str, ...
 
 
 class Probes(NamedTuple):
-    """What the probes measured: their number, seconds per nominal trajectory-step (of
-    the points' own horizons, compiling excluded), the share of those steps simulated,
-    the counts of each probe chunk, the probe points, and the programs they compiled
-    with the seconds that took (the batches that early absorption narrows compile
-    programs of their own, which the tries of :func:`_programs` never see)."""
+    """What the probes measured: their number, each one's seconds (compiling excluded)
+    and their nominal trajectory-steps (of the points' own horizons), the share of those steps
+    simulated, the counts of each probe chunk, the probe points, and the programs they
+    compiled with the seconds that took (the batches that early absorption narrows
+    compile programs of their own, which the tries of :func:`_programs` never see)."""
 
     points: int
-    seconds_per_step: float
+    seconds: list[float]
+    nominal: int
     share: float
     counts: list[dict]
     chosen: list[dict]
@@ -207,18 +233,19 @@ class Probes(NamedTuple):
 
 
 def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | None:
-    """Probe chunks of ``size`` trajectories at as many points spread over ``points`` (at
-    most :data:`PROBES`) as fit in :data:`PROBE_BUDGET` seconds at ``rate`` with every step
-    counted; None when fewer than two fit (or there is one point and it does not)."""
+    """Probe chunks of ``size`` trajectories at as many points of :func:`_design` over
+    ``points`` (at most :data:`PROBES`) as fit in :data:`PROBE_BUDGET` seconds at ``rate``
+    with every step counted; None when fewer than two fit (or there is one point and it
+    does not)."""
     for count in range(min(PROBES, len(points)), min(2, len(points)) - 1, -1):
-        chosen = _spread(points, count)
+        chosen = _design(points, count)
         if size * sum(map(spec.point_steps, chosen)) / rate <= PROBE_BUDGET:
             break
     else:
         return None
     import jax
 
-    took, nominal, simulated, counts = 0.0, 0, 0, []
+    took, nominal, simulated, counts = [], 0, 0, []
     # from empty caches, so that the probes compile all that their points compile in a run
     # of their own (the calibration and the tries have compiled some of it already)
     jax.clear_caches()
@@ -226,14 +253,111 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
     for point in chosen:
         start, compiled = time.perf_counter(), _compile_seconds()
         counts.append(spec.chunk(point, 0, size))
-        took += max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0)
+        took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
         steps = size * spec.point_steps(point)
         nominal += steps
         simulated += counts[-1].get("steps", steps)
     compile_after = _compiled()
-    return Probes(len(chosen), took / max(nominal, 1), simulated / max(nominal, 1), counts,
+    return Probes(len(chosen), took, nominal, simulated / max(nominal, 1), counts,
                   chosen, compile_after[1] - compile_before[1],
                   compile_after[0] - compile_before[0])
+
+
+def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict],
+           net: list[float]) -> int:
+    """Run the probes that cost most again with ``wide`` trajectories (the real chunk's
+    width, up to the calibration's), as many as fit in :data:`PROBE_BUDGET` seconds at
+    their narrow speed, and put what they measured, scaled to ``narrow`` trajectories,
+    into ``net`` (the probes' seconds less a chunk's own cost, in place); return how many.
+
+    Early absorption leaves a few trajectories of a narrow probe running to the horizon
+    in a batch padded to 64 lanes, where the real chunk's hundreds share a batch little
+    wider than themselves: a phase point of 256 trajectories cost 97 ns a nominal step,
+    of 2048 trajectories 14 ns. The calibration's correction of the batch width, at the
+    first point over a short horizon, never sees that tail."""
+    if wide <= narrow:
+        return 0
+    wide_call = _call_seconds(spec, unprobed, wide)
+    spent, widened = 0.0, 0
+    for i in sorted(range(probe.points), key=lambda i: -probe.seconds[i]):
+        if spent + probe.seconds[i] * wide / narrow > PROBE_BUDGET:
+            continue
+        start, compiled = time.perf_counter(), _compile_seconds()
+        spec.chunk(probe.chosen[i], 0, wide)
+        took = time.perf_counter() - start
+        spent += took
+        net[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0) * narrow / wide
+        widened += 1
+    return widened
+
+
+def _design(points: list[dict], count: int) -> list[dict]:
+    """``count`` of ``points`` (a grid: dicts of the same coordinates) spread over every
+    axis of the grid: its two opposite corners (every coordinate at its first value, then
+    at its last), then a Latin hypercube of the rest over the axes' values (each axis'
+    values visited evenly, each axis in an order of its own, fixed), each the nearest
+    point of the grid not chosen yet (in the axes' ranks, scaled to [0, 1]).
+
+    Points spread along the grid's order alone (its first axis) leave whole ranges of
+    the other axes unprobed: the corner where nothing is absorbed (long horizons, many
+    tokens) was priced by points absorbed early."""
+    import numpy as np
+
+    if len(points) <= count:
+        return list(points)
+    axes = {c: sorted({p[c] for p in points}) for c in points[0]}
+    rank = {c: {v: i / max(len(values) - 1, 1) for i, v in enumerate(values)}
+            for c, values in axes.items()}
+    where = np.array([[rank[c][p[c]] for c in axes] for p in points])
+    rest = count - 2
+    levels = np.linspace(0.0, 1.0, rest) if rest > 1 else np.full(rest, 0.5)
+    generator = np.random.default_rng(0)
+    cube = np.array([generator.permutation(levels) for _ in axes]).T.reshape(rest, len(axes))
+    chosen: list[int] = []
+    for target in [np.zeros(len(axes)), np.ones(len(axes)), *cube]:
+        distance = np.sum((where - target) ** 2, axis=1)
+        distance[chosen] = np.inf
+        chosen.append(int(np.argmin(distance)))
+    return [points[i] for i in chosen]
+
+
+def _call_seconds(spec: Any, points: list[dict], size: int) -> float:
+    """Seconds a chunk of ``size`` trajectories costs beyond its steps (drawing the
+    starts, the absorption levels of its point, dispatching, classifying): the median of
+    a chunk of one layer at up to :data:`CALL_POINTS` of ``points`` spread over the grid,
+    JAX's compiling excluded. The probes' seconds include it once a chunk; a run pays it
+    once a chunk, however short."""
+    short = spec.shortened(1)
+    took = []
+    for point in _spread(points, CALL_POINTS):
+        start, compiled = time.perf_counter(), _compile_seconds()
+        short.chunk(point, 0, size)
+        took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
+    return sorted(took)[len(took) // 2]
+
+
+def _store_seconds(out: Path) -> float:
+    """Seconds of one store transaction (a point's rows and the run's record, committed:
+    an fsync of the log), the mean of :data:`STORE_COMMITS` in a scratch store made
+    beside ``out`` (in its nearest existing parent: most likely its disk) and removed."""
+    import tempfile
+
+    from ._database import Database
+
+    near = out.absolute().parent
+    while not near.is_dir() and near != near.parent:
+        near = near.parent
+    with tempfile.TemporaryDirectory(dir=near if near.is_dir() else None) as scratch:
+        database = Database(Path(scratch), write=True)
+        try:
+            start = time.perf_counter()
+            for i in range(STORE_COMMITS):
+                with database.transaction():
+                    database.put_points("plan", [(str(i), '[["0"]]')])
+                    database.put_run("plan", 0, "{}")
+            return (time.perf_counter() - start) / STORE_COMMITS
+        finally:
+            database.close()
 
 
 def _spread(points: list[dict], count: int = 3) -> list[dict]:
@@ -260,11 +384,27 @@ def _finish_seconds(spec: Any, points: list[dict],
     return max(took[0] - per_point, 0.0), per_point, rows
 
 
-def _plot_seconds(spec: Any, rows: list, name: str) -> tuple[float, str | None]:
-    """Seconds to draw the figure from ``rows`` (a few of the grid's, into a scratch
-    directory), its ``figure_needs`` first (such as the formation thresholds of
-    ``dominance``'s edges, most of its figure's time), and why the drawing could not be
-    timed (None: it was)."""
+def _grid_rows(rows: list, points: list[dict]) -> list:
+    """A row for every one of ``points``: the finished ``rows`` (a few of the grid's, or
+    lists of rows) taken in turn, each with the coordinates of its point, so that the
+    figure is drawn from a grid of the real size and shape (its numbers are those of the
+    few points finished, which costs a drawing as much as the real ones)."""
+    import dataclasses
+
+    made = []
+    for i, point in enumerate(points):
+        row = rows[i % len(rows)]
+        for one in row if isinstance(row, list) else [row]:
+            made.append(dataclasses.replace(one, **point))
+    return made
+
+
+def _plot_seconds(spec: Any, rows: list, points: list[dict],
+                  name: str) -> tuple[float, bool]:
+    """Seconds to draw the figure of ``points`` (from :func:`_grid_rows` of ``rows``, into
+    a scratch directory), its ``figure_needs`` first (such as the formation thresholds of
+    ``dominance``'s edges, most of its figure's time), and whether it was drawn (a
+    figure that cannot be drawn from such rows is priced by its needs alone)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -272,11 +412,10 @@ def _plot_seconds(spec: Any, rows: list, name: str) -> tuple[float, str | None]:
         for need in spec.figure_needs:
             need()
         try:
-            spec.plot(rows, Path(scratch) / f"{name}.png")
-        except Exception as err:  # a figure of a few rows may not draw: say so, price its needs
-            why = type(err).__name__ + (f": {err}" if str(err) else "")
-            return time.perf_counter() - start, why
-        return time.perf_counter() - start, None
+            spec.plot(_grid_rows(rows, points), Path(scratch) / f"{name}.png")
+        except Exception:  # the plan says so in words; the run draws from its own rows
+            return time.perf_counter() - start, False
+        return time.perf_counter() - start, True
 
 
 def plan_chunked(spec: Any, out: Path, name: str,
@@ -315,7 +454,7 @@ def plan_chunked(spec: Any, out: Path, name: str,
     workers = '1 process' if parallel == 1 else f'{parallel} workers'
     if work == 0:  # no Monte Carlo: the rows are the laws alone
         setup, per_point, rows = _finish_seconds(spec, finish_points, {})
-        plotting, _ = _plot_seconds(spec, rows, name)
+        plotting, _ = _plot_seconds(spec, rows, points, name)
         estimate = setup + per_point * len(left_points) + plotting
         lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured "
                      f"at {len(finish_points)} point(s)")
@@ -326,6 +465,11 @@ def plan_chunked(spec: Any, out: Path, name: str,
     programs, extra_program, compiling_fields = _programs(spec, left_points)
     narrow = min(sizes[0], PROBE_TRAJECTORIES)
     probe = _probe(spec, left_points, narrow, rate)
+    # what a chunk costs beyond its steps, at points the probes did not warm (the
+    # absorption levels of a point are computed once, by whichever chunk comes first)
+    probed = [] if probe is None else probe.chosen
+    unprobed = [p for p in left_points if p not in probed] or left_points
+    call = _call_seconds(spec, unprobed, sizes[0])
     if probe is None:  # the probes would cost too much: every step at the first point's speed
         seconds_per_step = 1 / rate
         counts = [spec.chunk(left_points[0], 0, PROGRAM_TRAJECTORIES)]  # for finishing
@@ -335,7 +479,11 @@ def plan_chunked(spec: Any, out: Path, name: str,
         correction = 1.0  # the probes' narrower batch against the real one, at the first point
         if narrow < min(sizes[0], CALIBRATION_TRAJECTORIES):
             correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
-        seconds_per_step = probe.seconds_per_step * correction
+        narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)
+        net = [max(took - narrow_call, 0.0) * correction for took in probe.seconds]
+        widened = _widen(spec, probe, narrow, min(sizes[0], CALIBRATION_TRAJECTORIES),
+                         unprobed, net)
+        seconds_per_step = sum(net) / max(probe.nominal, 1)
         counts = probe.counts
         # each family of points that compiles its own programs (one value of the compiling
         # fields) compiles, in the run, about what a probed family compiled from empty
@@ -351,12 +499,14 @@ def plan_chunked(spec: Any, out: Path, name: str,
             extra_program = (compiling_probed - extra_program) / max(programs - 1, 1)
         absorbed = (f"; early absorption: {probe.share:.1%} of the steps simulated"
                     if spec.absorbs() else "")
+        again = (f", {widened} of them again with {min(sizes[0], CALIBRATION_TRAJECTORIES)}"
+                 if widened else "")
         probe_note = (f"probes: {probe.points} point(s) over the grid, {narrow} trajectories "
-                      f"each over the full horizon{absorbed}; priced at "
+                      f"each over the full horizon{again}{absorbed}; priced at "
                       f"{seconds_per_step * 1e9:.0f} ns a trajectory-step (the first point, "
                       f"every step: {1e9 / rate:.0f} ns)")
     setup, per_point, rows = _finish_seconds(spec, finish_points, counts[0])
-    plotting, unplotted = _plot_seconds(spec, rows, name)
+    plotting, drawn = _plot_seconds(spec, rows, points, name)
     speedup = 1.0
     if parallel > 1:
         speedup = _speedup(spec, left_points[0], steps,
@@ -364,22 +514,33 @@ def plan_chunked(spec: Any, out: Path, name: str,
     stepping = seconds_per_step * work / speedup
     compiling = compile_s + extra_program * (programs - 1) / min(parallel, programs)
     finishing = setup + per_point * len(left_points) + plotting
-    estimate = stepping + compiling + finishing
+    left_chunks = [(p, k) for i, p in enumerate(points) if i not in done
+                   for k in range(partial.get(i, 0), len(sizes))]
+    tasks = len(grouped(spec, sizes, options.task_steps, parallel, left_chunks))
+    dask = bool(options.workers) or options.scheduler is not None
+    per_task = _store_seconds(out) + (DASK_TASK_SECONDS if dask else 0.0)
+    around = call * chunks_left / speedup + per_task * tasks
+    estimate = stepping + around + compiling + finishing
     lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process, "
                  f"compiling {compile_s:.1f} s, then {extra_program:.1f} s for each of "
                  f"{programs - 1} more program(s)")
     lines.append(f"  {probe_note}")
+    lines.append(f"  around the steps: {call * 1e3:.1f} ms a chunk (a chunk of one layer, at "
+                 f"{min(CALL_POINTS, len(unprobed))} point(s)); {chunks_left} chunk(s) in "
+                 f"{tasks} task(s) of consecutive chunks, "
+                 f"{per_task * 1e3:.1f} ms a task (a store transaction measured here"
+                 + (f", a Dask task {DASK_TASK_SECONDS * 1e3:.0f} ms)" if dask else ")"))
     lines.append(f"  finishing (the laws of a row): {per_point:.2f} s a point, measured at "
                  f"{len(finish_points)} point(s); the figure "
-                 + (f"{plotting:.1f} s, drawn from their rows" if unplotted is None else
-                    f"{plotting:.1f} s for its derivations, the drawing not priced (it "
-                    f"needs more of the grid than these {len(rows)} rows: {unplotted})"))
+                 + (f"{plotting:.1f} s, drawn from their rows copied over the grid" if drawn
+                    else f"{plotting:.1f} s for its derivations, the drawing itself not "
+                         f"priced (it could not be drawn from rows copied over the grid)"))
     if parallel > 1:
         lines.append(f"  {workers}: {parallel} chunks at once run {speedup:.2f} times as fast "
                      "as one here (measured at the first point)")
     lines.append(f"  estimated wall time: {duration(estimate)} ({workers}: stepping "
-                 f"{duration(stepping)}, compiling {duration(compiling)}, finishing "
-                 f"{duration(finishing)})")
+                 f"{duration(stepping)}, around the steps {duration(around)}, compiling "
+                 f"{duration(compiling)}, finishing {duration(finishing)})")
     return Plan(lines, estimate)
 
 

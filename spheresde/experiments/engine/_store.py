@@ -54,9 +54,13 @@ row is computed from the counts of its chunks summed in chunk order; so a point'
 numbers do not depend on which process, machine or executor ran which chunk, nor in
 which order, and are identical to the last digit (on the same kind of device). The
 chunk size is part of the sweep's identity (another chunk size means other random
-streams, so other numbers). Each finished chunk of an unfinished point is stored at
-once, so a killed run loses at most the chunks in flight; the submitting process is the
-only writer; the chunks of a point are removed in the transaction that stores its rows.
+streams, so other numbers). What a task finished (one chunk, or the chunks of several
+small points that the driver gathered into one task) is stored at once, in one
+transaction (:meth:`Sweep.store`), so a killed run loses at most the tasks in flight;
+the grouping is no part of the sweep's identity (it changes no number) and the records
+are the same whatever it was, so a store resumes under any grouping; the submitting
+process is the only writer; the chunks of a point are removed in the transaction that
+stores its rows.
 """
 
 from __future__ import annotations
@@ -615,36 +619,51 @@ class Sweep(Generic[R]):
     def keep(self, point: dict[str, Any], made: R | list[R]) -> None:
         """Store the rows of the finished ``point`` (checked: of the row type, of this
         point), counted in this run's record, and forget its chunks: one transaction."""
-        key = self.key(point)
-        rows = made if isinstance(made, list) else [made]
-        if not rows:
-            raise ValueError(f"compute({point}) returned no row")
-        for row in rows:
-            if not isinstance(row, self.row_type):
-                raise TypeError(f"compute() must return a {self.row_type.__name__} "
-                                f"or a list of them, got {type(row).__name__}")
-            if self.key(dataclasses.asdict(row)) != key:
-                raise ValueError(f"compute({point}) returned the row of another point")
-        self._record["points_computed"] += 1
-        self.rows[key] = rows
-        try:
-            with self._db.transaction() as db:
-                db.put_points(self.name, [(_key_text(key), self._lines_text(key))])
-                db.drop_chunks(self.name, [_key_text(key)])
-                self._put_record(db)
-        except BaseException:  # not stored: not kept either
-            del self.rows[key]
-            self._record["points_computed"] -= 1
-            raise
-        self.cache.points.pop(_key_text(key), None)
+        self.store([(point, made)], [])
 
     def save_chunk(self, point: dict[str, Any], k: int, counts: Counts) -> None:
         """Store chunk ``k`` of the unfinished ``point`` (with this run's record)."""
-        key = _key_text(self.key(point))
-        with self._db.transaction() as db:
-            db.put_chunk(self.name, key, k, json.dumps(counts, sort_keys=True))
-            self._put_record(db)
-        self.cache.add(key, k, counts)
+        self.store([], [(point, k, counts)])
+
+    def store(self, finished: Sequence[tuple[dict[str, Any], R | list[R]]],
+              chunks: Sequence[tuple[dict[str, Any], int, Counts]]) -> None:
+        """Store what one task computed in one transaction: the rows of each finished
+        point (checked as :meth:`keep` says, each counted in this run's record, its chunks
+        forgotten) and each chunk ``(point, k, counts)`` of an unfinished point. All of it
+        is stored or, if the transaction fails, none of it (nor kept in memory)."""
+        kept = {}
+        for point, made in finished:
+            key = self.key(point)
+            rows = made if isinstance(made, list) else [made]
+            if not rows:
+                raise ValueError(f"compute({point}) returned no row")
+            for row in rows:
+                if not isinstance(row, self.row_type):
+                    raise TypeError(f"compute() must return a {self.row_type.__name__} "
+                                    f"or a list of them, got {type(row).__name__}")
+                if self.key(dataclasses.asdict(row)) != key:
+                    raise ValueError(f"compute({point}) returned the row of another point")
+            kept[key] = rows
+        self._record["points_computed"] += len(kept)
+        self.rows.update(kept)
+        try:
+            with self._db.transaction() as db:
+                db.put_points(self.name, [(_key_text(key), self._lines_text(key))
+                                          for key in kept])
+                db.drop_chunks(self.name, [_key_text(key) for key in kept])
+                for point, k, counts in chunks:
+                    db.put_chunk(self.name, _key_text(self.key(point)), k,
+                                 json.dumps(counts, sort_keys=True))
+                self._put_record(db)
+        except BaseException:  # not stored: not kept either
+            for key in kept:
+                del self.rows[key]
+            self._record["points_computed"] -= len(kept)
+            raise
+        for key in kept:
+            self.cache.points.pop(_key_text(key), None)
+        for point, k, counts in chunks:
+            self.cache.add(_key_text(self.key(point)), k, counts)
 
     def export(self, order: Iterable[tuple[str, ...]], *, finished: bool = False) -> None:
         """Store this run's record, then write ``NAME.json`` and ``NAME.csv`` from the

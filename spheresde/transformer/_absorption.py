@@ -468,7 +468,8 @@ def token_gap(x) -> np.ndarray:
 
 def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajectories: int,
                      layers: int, steps: int, tol: float, bound: float,
-                     segment: int = 512, dtype=None) -> tuple[np.ndarray, np.ndarray, int]:
+                     segment: int = 512, dtype=None,
+                     formation=None) -> tuple[np.ndarray, np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with ``tokens``
     independent uniform tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius,
     identity Q and K, ``full`` noise) for ``steps`` layers (the caller's ``network_depth``
@@ -484,6 +485,11 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     a classification changes only where an absorbed trajectory would have left the cluster
     (probability at most ``bound`` each). Classification at the horizon:
     :func:`spheresde.transformer._outcomes.classify`.
+
+    ``formation``: a :class:`~spheresde.transformer._formation_finish.FormationFinish` (or
+    None): live trajectories whose two clusters it certifies tight at a segment boundary get
+    the code :data:`~spheresde.transformer._formation_finish.FINISHED`, and it keeps their
+    outcome probabilities under the formation's law for the remaining layers.
 
     Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
     order) and the trajectory-steps simulated.
@@ -506,14 +512,21 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
     minority = np.zeros(trajectories, np.int64)
+    layers_done = [0]  # formation finish: the layers behind the next status
+    if formation is not None:  # formation finish
+        formation.begin(trajectories, steps, segment)
 
     def advance(state, start, count):
         x, lane_keys, lanes = state
+        layers_done[0] = start + count  # formation finish
         return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy), lane_keys,
                 lanes)
 
     def status(state):
-        return np.where(gap(state[0]) < level, SINGLE, LIVE)
+        codes = np.where(gap(state[0]) < level, SINGLE, LIVE)
+        if formation is not None:  # formation finish
+            codes = formation.status(state[0], state[2], codes, layers_done[0])
+        return codes
 
     def finish(state):
         x, _, lanes = state

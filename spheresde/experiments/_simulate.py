@@ -285,9 +285,9 @@ def counts_problem(counts: object, size: int) -> str | None:
             isinstance(v, float | int) and not isinstance(v, bool) and v >= 0 for v in value)
 
     finished = counts.get("finished", 0)
-    if not counts_of([finished]) or not all(
-            sums_of(counts.get(name, []), n) for name, n in
-            (("finish_sums", 3), ("finish_squares", 3), ("finish_minority", -1))):
+    if "finished" in counts and (not counts_of([finished]) or not all(
+            sums_of(counts[name], n) for name, n in
+            (("finish_sums", 3), ("finish_squares", 3), ("finish_minority", -1)))):
         return "finish counts are not a count and non-negative sums"
     if finished and abs(sum(counts["finish_sums"]) - finished) > 1e-6 * finished:
         return f"finish sums {counts['finish_sums']} do not add up to {finished} trajectories"

@@ -95,17 +95,29 @@ def tightness_exponents(own: int, other: int, beta: float, d: int, eps: float, m
     from proofs_check.export import tightness_certificate
 
     cert = tightness_certificate("numpy")
-    edges = np.linspace(0.0, 2 * beta, _CELLS + 1)
-    lo, hi = edges[:-1], edges[1:]
-    vv = v[:, None]
-    lipschitz = np.max(cert["K"](lo, hi, np.clip(beta, lo, hi), vv, beta, own, other), axis=1)
-    align = np.min(cert["a"](lo, hi, vv, beta, own, other), axis=1)
+    lipschitz, align = attention_bounds(own, other, beta, v)
     args = (lipschitz, align, v, d, eps, mu)
     h, g2, big2 = (np.asarray(cert[name](*args), float) for name in ("h", "g2", "G2"))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(h > 0, 1 - 2 * h / (eps**2 * g2), 1 - 2 * h / (eps**2 * big2))
     usable = (align > np.sqrt(2 * v) / 2) & ((h <= 0) | (g2 > 0)) & (p > 0)
     return v, np.where(usable, p * (1 - 1e-6), 0.0)
+
+
+def attention_bounds(own: int, other: int, beta: float, v) -> tuple[np.ndarray, np.ndarray]:
+    r"""The bounds :math:`(K, a)` of :mod:`proofs_check.two_clusters` at the spread levels
+    ``v``: :math:`|A_i - A_j| \le K|X_i - X_j|` and :math:`X_i\cdot A_i \ge a` for tokens
+    :math:`i, j` of a cluster of ``own`` tokens beside one of ``other``, every within spread
+    below ``v``, wherever the clusters are (the lambdified cell bounds, worst cell of
+    ``_CELLS`` in :math:`x = \beta(1 - \rho) \in [0, 2\beta]`)."""
+    from proofs_check.export import tightness_certificate
+
+    cert = tightness_certificate("numpy")
+    edges = np.linspace(0.0, 2 * beta, _CELLS + 1)
+    lo, hi = edges[:-1], edges[1:]
+    vv = np.asarray(v, float)[..., None]
+    lipschitz = np.max(cert["K"](lo, hi, np.clip(beta, lo, hi), vv, beta, own, other), axis=-1)
+    return lipschitz, np.min(cert["a"](lo, hi, vv, beta, own, other), axis=-1)
 
 
 def _rule(d, drift_step, noise_step, noncentrality, nodes):
@@ -315,5 +327,5 @@ def finish_counts(values: np.ndarray, minority: np.ndarray, tokens: int) -> dict
             "finish_minority": [float(v) for v in by_size]}
 
 
-__all__ = ["FINISHED", "FormationFinish", "finish_counts", "formation_atoms",
+__all__ = ["FINISHED", "FormationFinish", "attention_bounds", "finish_counts", "formation_atoms",
            "formation_probabilities", "formation_values", "tightness_exponents"]

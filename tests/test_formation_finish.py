@@ -79,7 +79,8 @@ def test_attention_bounds_hold_near_two_clusters(own, other, beta):
         np.sqrt(v) / 4 / np.sqrt(d))
     tokens /= np.linalg.norm(tokens, axis=-1, keepdims=True)
     gram = np.einsum("tid,tjd->tij", tokens, tokens)
-    assert np.all(1 - gram[:, :own, :own] < v) and np.all(1 - gram[:, own:, own:] < v)
+    assert np.all(1 - gram[:, :own, :own] < v)
+    assert np.all(1 - gram[:, own:, own:] < v)
     weights = np.exp(beta * (gram - gram.max(axis=-1, keepdims=True)))
     weights /= weights.sum(axis=-1, keepdims=True)
     attention = np.einsum("tij,tjd->tid", weights, tokens)
@@ -95,7 +96,8 @@ def test_tightness_exponents():
     # pure noise in d = 3: certified with p < 1 (the multiplicative noise contracts);
     # hybrid mu = 1: p >= 1; none without noise or below d = 3
     v, p = tightness_exponents(2, 2, 2.0, 3, 1.0, 0.0, TOL)
-    assert v[0] == TOL and np.all(np.diff(v) < 0)
+    assert v[0] == TOL
+    assert np.all(np.diff(v) < 0)
     assert 0.7 < p[20] < 1
     _, hybrid = tightness_exponents(2, 1, 4.0, 3, 1.0, 1.0, TOL)
     assert hybrid[20] >= 1
@@ -168,7 +170,8 @@ def test_simulate_counts_with_formations():
     assert sum(counts["finish_minority"]) == pytest.approx(counts["finish_sums"][1])
     off = simulate_counts("discrete", key, absorb=0.0, formations=True, **sizes)
     plain = simulate_counts("discrete", key, absorb=0.0, **sizes)
-    assert off["finished"] == 0 and off["outcomes"] == plain["outcomes"]
+    assert off["finished"] == 0
+    assert off["outcomes"] == plain["outcomes"]
     assert counts_problem(plain, 64) is None
     total = add_counts([counts, plain])  # chunks with and without the finish's keys
     fractions = fractions_of_counts(total)

@@ -50,7 +50,7 @@ class HybridRow:
     p_exact: float  # exact two-token P(antipodal), nan for more tokens
     trajectories: int
     horizon: float  # depth-time simulated at this eps (nan for the exact method)
-    finished: int  # trajectories finished by the formation law (their outcome probabilities)
+    finished: int = 0  # trajectories finished by the formation law (stored before it: 0)
 
     def reference(self) -> tuple[float, float]:
         """The probability this cell must match and its slack

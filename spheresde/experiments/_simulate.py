@@ -18,9 +18,11 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
 (:mod:`spheresde.transformer._absorption`) for two tokens under the reduced SDE and the discrete
-network, and for more tokens near the single cluster under the discrete network.
-:func:`~spheresde.transformer._outcomes.fractions_from_counts` turns the summed
-``outcomes`` counts of a point's chunks into fractions.
+network, and for more tokens near the single cluster under the discrete network; on request
+(``formations``, the ``tokens`` and ``hybrid`` sweeps) also the sums of the outcome
+probabilities of trajectories finished by their two-cluster formation's exact law
+(:mod:`spheresde.transformer._formation_finish`). :func:`fractions_of_counts` turns the
+summed counts of a point's chunks into fractions.
 """
 
 from __future__ import annotations
@@ -160,9 +162,10 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
     under ``discrete`` the one that absorbs near the single cluster
     (:func:`spheresde.transformer._absorption.absorbing_tokens`; antipodal formations are never
-    absorbed; under :class:`~spheresde.transformer.ConstantWeights`, no noise, the single
-    cluster is absorbed with certainty); the particle SDE and ``reduced`` under constant
-    weights run the full horizon.
+    absorbed, only finished with ``formations``; under
+    :class:`~spheresde.transformer.ConstantWeights`, no noise, the single cluster is absorbed
+    with certainty); the particle SDE and ``reduced`` under constant weights run the full
+    horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde.transformer._pair`,

@@ -38,7 +38,7 @@ class TokensRow:
     # trajectory finished by the formation law adds its antipodal probability)
     minority_counts: tuple[float, ...]
     trajectories: int
-    finished: int  # trajectories finished by the formation law (their outcome probabilities)
+    finished: int = 0  # trajectories finished by the formation law (stored before it: 0)
 
 
 @dataclass(frozen=True)

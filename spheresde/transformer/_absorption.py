@@ -32,7 +32,9 @@ depends on the other tokens), so no scale function certifies anything; near the 
 cluster the certificate is instead a supermartingale :math:`V^p` of the gap
 :math:`V = \sum_{i<j}(1-\rho_{ij})` (:mod:`proofs_check.cluster`,
 :func:`cluster_absorption_level`, :func:`absorbing_tokens`); antipodal formations of more
-than two tokens have none, and are never absorbed.
+than two tokens have none, and are never absorbed, but once both of their clusters are
+certified tight :func:`absorbing_tokens` can hand them to the exact law of their
+two-cluster formation (its ``formation`` hook, :mod:`spheresde.transformer._formation_finish`).
 
 :func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
 steps inside one compiled call, the absorbed ones are dropped on the host, and the

@@ -31,6 +31,17 @@ from spheresde.transformer.two_token._chain_law import network_atoms, network_la
 TOL = 1e-2
 
 
+@pytest.mark.slow
+def test_two_clusters_doctests():
+    import doctest
+
+    import proofs_check.two_clusters
+
+    result = doctest.testmod(proofs_check.two_clusters)
+    assert result.attempted >= 4
+    assert result.failed == 0
+
+
 def test_report_row_passes():
     from proofs_check.report import PASS, check_two_cluster_tightness
 

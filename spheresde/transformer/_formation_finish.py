@@ -62,6 +62,7 @@ a start by cubic interpolation.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -120,20 +121,29 @@ def attention_bounds(own: int, other: int, beta: float, v) -> tuple[np.ndarray, 
     return lipschitz, np.min(cert["a"](lo, hi, vv, beta, own, other), axis=-1)
 
 
-def _rule(d, drift_step, noise_step, noncentrality, nodes):
-    """Product nodes and weights of (a2, Q, xi1, xi2, R2) with Q noncentral chi-square of
-    ``noncentrality``: the two-token rule's other four axes, its Q axis made here."""
-    from .two_token._chain_law import PRUNE, _log_noncentral
+@functools.cache
+def _fixed_axes(d, drift_step, noise_step, nodes):
+    """The two-token rule's axes (a2, xi1, xi2, R2) and their weights, each repeated for
+    the ``nodes[1]`` nodes in Q that every z brings (its Q axis is made per z)."""
     from .two_token._chain_law import _rule as two_token_rule
 
     (a2, _, xi1, xi2, r2), rest = two_token_rule(d, drift_step, noise_step,
                                                  (nodes[0], 1, *nodes[2:]))
+    return tuple(np.repeat(a, nodes[1]) for a in (a2, xi1, xi2, r2)), rest
+
+
+def _rule(d, drift_step, noise_step, noncentrality, nodes):
+    """Product nodes and weights of (a2, Q, xi1, xi2, R2) with Q noncentral chi-square of
+    ``noncentrality``: the two-token rule's other four axes (pruned as there), its Q axis
+    made here."""
+    from .two_token._chain_law import PRUNE, _log_noncentral
+
+    fixed, rest = _fixed_axes(d, drift_step, noise_step, nodes)
     q, wq = _log_noncentral(d - 1, noncentrality, nodes[1])
     weights = (rest[:, None] * wq[None, :]).ravel()
-    keep = weights > PRUNE
-    columns = [np.repeat(a, q.size)[keep] for a in (a2, xi1, xi2, r2)]
-    q_col = np.tile(q, rest.size)[keep]
-    return (columns[0], q_col, *columns[1:]), weights[keep] / weights[keep].sum()
+    keep = np.flatnonzero(weights > PRUNE)
+    a2, xi1, xi2, r2 = (a[keep] for a in fixed)
+    return (a2, q[keep % q.size], xi1, xi2, r2), weights[keep] / weights[keep].sum()
 
 
 def formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes=NODES):
@@ -188,18 +198,29 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
     drift_step, noise_step = Hybrid(mu=mu, eps=eps).layer_steps(layers)
     atoms = formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes)
     z_star = outcome_threshold(tol)
+    # the chain's own drift and variance per unit depth far out, for the grid's extent
+    far = []
+    for side in (-FAR, FAR):
+        z, w = atoms(side)
+        mean = float(w @ (z - side))
+        far.append((mean * layers, float(w @ (z - side - mean) ** 2) * layers))
     levels = []
     horizon = max(depths) / layers
+    order = sorted(depths)
     for spacing in (SPACING, SPACING / 2):
         _, centres, h = grid(beta, d, eps, mu, tol, horizon, spacing,
-                             (FAR + 2 - z_star, FAR + 2 - z_star))
+                             (FAR + 2 - z_star, FAR + 2 - z_star), far)
         step = operator(centres, h, atoms)
         value = np.stack([centres > z_star, centres < -z_star], axis=1).astype(float)
-        out = {0: value.copy()} if 0 in depths else {}
-        for j in range(1, max(depths) + 1):
+        for _ in range(order[0]):
             value = step @ value
-            if j in depths:
-                out[j] = value.copy()
+        out = {order[0]: value}
+        powers = {}  # the depths of a run are a segment apart: one dense power serves all
+        for before, depth in itertools.pairwise(order):
+            gap = depth - before
+            if gap not in powers:
+                powers[gap] = np.linalg.matrix_power(step.toarray(), gap)
+            out[depth] = value = powers[gap] @ value
         levels.append((centres, h, out))
     return tuple(levels)
 

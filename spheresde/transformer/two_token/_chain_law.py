@@ -119,13 +119,19 @@ def _rule(d: int, drift_step: float, noise_step: float, nodes=NODES, prune: floa
 def _log_noncentral(df, nc, n):
     """Nodes and weights for Q ~ noncentral chi-square(df, nc): Gauss--Legendre in log Q
     between its 1e-15 and 1 - 1e-15 quantiles."""
-    law = stats.ncx2(df, nc)
-    lo, hi = np.log(law.ppf(1e-15)), np.log(law.isf(1e-15))
-    x, w = np.polynomial.legendre.leggauss(n)
+    # unfrozen calls and a cached rule: the formation kernel asks for one rule per z
+    law = stats.ncx2
+    lo, hi = np.log(law.ppf(1e-15, df, nc)), np.log(law.isf(1e-15, df, nc))
+    x, w = _legendre(n)
     s = lo + (hi - lo) * (x + 1) / 2
     q = np.exp(s)
-    weights = w * (hi - lo) / 2 * np.exp(law.logpdf(q) + s)
+    weights = w * (hi - lo) / 2 * np.exp(law.logpdf(q, df, nc) + s)
     return q, weights / weights.sum()
+
+
+@functools.cache
+def _legendre(n):
+    return np.polynomial.legendre.leggauss(n)
 
 
 def one_layer_z(z, variables, beta, drift_step, noise_step):
@@ -214,20 +220,23 @@ def operator(centres, h, atoms):
     return sparse.csr_matrix((data, (rows, cols)), shape=(n, n))
 
 
-def grid(beta, d, e, mu, tol, horizon, spacing, beyond=(0.0, 0.0)):
+def grid(beta, d, e, mu, tol, horizon, spacing, beyond=(0.0, 0.0), far=None):
     r"""The uniform z grid of one level: its faces, cell centres and spacing ``h`` (faces
     on the thresholds :math:`\pm z_*`), reaching beyond each threshold by the far extent
-    of the two-token z-SDE over ``horizon``, by 5, and by ``beyond`` (left, right), whichever
-    is most."""
-    coefficients = rc()
-    args = (beta, d, e, mu)
+    over ``horizon`` of a z-SDE with the drift and squared diffusion ``far`` (left, right:
+    two pairs; default the two-token z-SDE's at :math:`z = \pm 20`), by 5, and by
+    ``beyond`` (left, right), whichever is most."""
+    if far is None:
+        coefficients = rc()
+        args = (beta, d, e, mu)
+        far = [(float(coefficients.z_drift(side * 20.0, *args)),
+                float(coefficients.z_diffusion(side * 20.0, *args)) ** 2)
+               for side in (-1.0, 1.0)]
     z_star = outcome_threshold(tol)
     cells = max(2, int(np.ceil(z_star / spacing)))
     h = z_star / cells
     extents = []
-    for side in (-1.0, 1.0):
-        c = float(coefficients.z_drift(side * 20.0, *args))
-        v2 = float(coefficients.z_diffusion(side * 20.0, *args)) ** 2
+    for side, (c, v2) in zip((-1.0, 1.0), far, strict=True):
         extents.append(max(far_extent(c, v2, horizon), 5.0, beyond[side > 0]))
     left = int(np.ceil(extents[0] / h)) + cells
     right = int(np.ceil(extents[1] / h)) + cells

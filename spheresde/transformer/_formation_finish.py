@@ -12,11 +12,13 @@ chain's (:mod:`spheresde.transformer.two_token._chain_law`), from its one-layer 
 **When a trajectory is finished.** At a segment boundary of
 :func:`~spheresde.transformer._absorption.absorbing_tokens` the tokens are split into the
 cluster of the first token (its :math:`1 - \rho < \mathrm{tol}`) and the rest. If both are
-non-empty and, for some level :math:`v \le \mathrm{tol}` of the grid,
+non-empty and, for some level :math:`v` of the grid with :math:`2\sqrt{2v} \le`
+``BAND`` :math:`\cdot\,\mathrm{tol}`,
 :math:`\sum_{\text{within pairs}} (u_{ij}/v)^{p_c(v)} \le \delta` (the *bound*), with
 :math:`p_c` the exponent certified for that cluster's size by
 :mod:`proofs_check.two_clusters` (:func:`tightness_exponents`), then every cluster stays
-within spread :math:`v` to the horizon except with probability :math:`\delta`, and the
+within spread :math:`v` to the horizon except with probability :math:`\delta` (the
+smallest such :math:`v` is recorded, :attr:`FormationFinish.spread`), and the
 trajectory is replaced by the formation chain started at the mean cross inner product,
 run for the remaining layers: it contributes its three outcome probabilities (a
 conditional expectation) instead of a 0/1 outcome.
@@ -24,11 +26,12 @@ conditional expectation) instead of a 0/1 outcome.
 **Error.** On the event of the certificate the class at the horizon is that of one cross
 inner product (all are within :math:`2\sqrt{2v}` of each other, and the within pairs stay
 within tol), so the finish errs by at most :math:`\delta`, plus the formation's mass within
-:math:`2\sqrt{2v}` of a threshold, plus the effect of attention vectors within
+:math:`2\sqrt{2v} \le \mathrm{tol}/10` of a threshold, plus the effect of attention vectors within
 :math:`\Delta A_{\max}(v)` (:func:`proofs_check.two_clusters.attention_perturbation`) of the
 formation's over the remaining depth, which is first order in the spread and not bounded
 here (see :mod:`proofs_check.two_clusters`); the spread at a finish is below the level
-:math:`v\,\delta^{1/p}`, far below tol. The certificate is for the limit SDE; the network
+:math:`v\,\delta^{1/p}`, far below tol (in float32 the tokens of a cluster mostly
+coincide bitwise by then). The certificate is for the limit SDE; the network
 follows it up to :math:`O(1/L)`, as for the other certificates. The tests compare runs
 with and without the finish at matched seeds.
 
@@ -75,6 +78,10 @@ from .two_token._chain_law import NODES
 FINISHED = 3
 #: Levels v / tol tried by the certificate: 1, 1/2, ..., 2^-47.
 _LEVELS = np.ldexp(1.0, -np.arange(48))
+#: The finish needs a certified spread v with 2 sqrt(2 v) <= BAND * tol: every cross inner
+#: product then within a tenth of the tolerance of every other (the classification band of
+#: the error statement).
+BAND = 0.1
 #: Cells in x = beta (1 - rho) on which the attention bounds are taken.
 _CELLS = 4096
 #: Grid spacing (in z) of the coarse level (the fine one halves it).
@@ -259,8 +266,10 @@ class FormationFinish:
     tight (module docstring), and keeps what they contribute.
 
     After the run, :attr:`values` holds, per trajectory (original order), its
-    (single, antipodal, undecided) probabilities where it was finished (NaN elsewhere), and
-    :attr:`minority` the smaller cluster's size of each finished one.
+    (single, antipodal, undecided) probabilities where it was finished (NaN elsewhere),
+    :attr:`minority` the smaller cluster's size of each finished one and :attr:`spread`
+    the smallest level :math:`v` certified for it (its clusters stay within :math:`v` to the
+    horizon except with probability ``bound``; NaN where not finished).
     """
 
     def __init__(self, *, tokens: int, beta: float, d: int, eps: float, mu: float,
@@ -270,6 +279,7 @@ class FormationFinish:
         self.steps, self.depths = 0, ()
         self.values = np.zeros((0, 3))
         self.minority = np.zeros(0, np.int64)
+        self.spread = np.zeros(0)
 
     def begin(self, trajectories: int, steps: int, segment: int) -> None:
         """Start a run of ``trajectories`` over ``steps`` layers in segments of ``segment``."""
@@ -278,6 +288,7 @@ class FormationFinish:
         self.depths = tuple(int(v) for v in steps - np.arange(segment, steps, segment))
         self.values = np.full((trajectories, 3), np.nan)
         self.minority = np.zeros(trajectories, np.int64)
+        self.spread = np.full(trajectories, np.nan)
 
     def exponents(self, own: int) -> tuple[np.ndarray, np.ndarray]:
         """Levels and exponents of a cluster of ``own`` tokens (:func:`tightness_exponents`)."""
@@ -311,9 +322,12 @@ class FormationFinish:
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 terms = np.where(within, np.where(ratio > 0, ratio ** power, 0.0), 0.0)
             certified = (p_own > 0 if own > 1 else True) & (
-                p_other > 0 if self.tokens - own > 1 else True)
+                p_other > 0 if self.tokens - own > 1 else True) & (
+                2 * np.sqrt(2 * levels) <= BAND * self.tol)
             chance = np.where(inside & certified[None, :], terms.sum(axis=(-2, -1)), np.inf)
-            hit = rows[np.min(chance, axis=1) <= self.bound]
+            good = chance <= self.bound
+            found = good.any(axis=1)
+            hit = rows[found]
             if not hit.size:
                 continue
             cross = ~same[hit] & pairs
@@ -325,6 +339,9 @@ class FormationFinish:
                 eps=self.eps, mu=self.mu, layers=self.layers, tol=self.tol,
                 depth=self.steps - done, depths=self.depths)
             self.minority[lanes[hit]] = min(int(own), self.tokens - int(own))
+            # the smallest certified level (levels decrease): the tightest spread guaranteed
+            last = levels.size - 1 - np.argmax(good[found][:, ::-1], axis=1)
+            self.spread[lanes[hit]] = levels[last]
             out[hit] = FINISHED
         return out
 

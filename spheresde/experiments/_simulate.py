@@ -292,8 +292,13 @@ def counts_problem(counts: object, size: int) -> str | None:
             sums_of(counts[name], n) for name, n in
             (("finish_sums", 3), ("finish_squares", 3), ("finish_minority", -1)))):
         return "finish counts are not a count and non-negative sums"
-    if finished and abs(sum(counts["finish_sums"]) - finished) > 1e-6 * finished:
-        return f"finish sums {counts['finish_sums']} do not add up to {finished} trajectories"
+    if finished and (abs(sum(counts["finish_sums"]) - finished) > 1e-6 * finished
+                     or abs(sum(counts["finish_minority"]) - counts["finish_sums"][1])
+                     > 1e-6 * finished
+                     or any(q > v + 1e-9 * finished for q, v in
+                            zip(counts["finish_squares"], counts["finish_sums"], strict=True))):
+        return (f"finish sums {counts['finish_sums']} do not add up to {finished} "
+                "trajectories, or to the antipodal sums by size, or lie below the squares")
     outcomes, minority, steps = counts["outcomes"], counts["minority"], counts["steps"]
     if not counts_of(outcomes) or len(outcomes) != 3 or sum(outcomes) + finished != size:
         return (f"outcomes {outcomes} are not 3 non-negative counts that sum to {size} "

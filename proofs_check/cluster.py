@@ -78,7 +78,9 @@ turn the identities into :math:`h, g, G`, and the optional-stopping step.
 
 Not covered: the antipodal formations of :math:`n > 2` tokens (no Lyapunov function is
 derived here) and unbalanced formations, where :math:`\rho = -1` is not even an equilibrium
-(:mod:`proofs_check.formation`): those are simulated to the horizon.
+(:mod:`proofs_check.formation`): those are not absorbed; :mod:`proofs_check.two_clusters`
+certifies instead that their clusters stay tight, so that their inter-cluster chain can be
+finished by the formation's law.
 """
 
 from __future__ import annotations

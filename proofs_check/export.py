@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["LimitCoefficients", "RhoCoefficients", "cluster_certificate",
-           "finite_depth_coefficients",
-           "formation_coefficients", "limit_coefficients", "rho_coefficients"]
+           "finite_depth_coefficients", "formation_coefficients",
+           "limit_coefficients", "rho_coefficients", "tightness_certificate"]
 
 
 @dataclass(frozen=True)
@@ -245,6 +245,54 @@ def cluster_certificate(backend: str = "numpy") -> dict:
     2.0
     """
     return _lambdify_all(cluster_certificate_expressions(), backend)
+
+
+@functools.cache
+def tightness_certificate_expressions() -> dict:
+    """The SymPy expressions behind :func:`tightness_certificate`."""
+    from .symbols import beta, d, eps, mu
+    from .two_clusters import (
+        alignment,
+        attention_bounds,
+        attention_perturbation,
+        certificate_bounds,
+        level,
+        lipschitz,
+        other,
+        own,
+        x_f,
+        x_g,
+        x_s,
+    )
+
+    bounds = certificate_bounds()
+    attention = attention_bounds()
+    args = (lipschitz, alignment, level, d, eps, mu)
+    return {
+        "h": (args, bounds["h"]),
+        "g2": (args, bounds["g2"]),
+        "G2": (args, bounds["G2"]),
+        "K": ((x_f, x_g, x_s, level, beta, own, other), attention["K"]),
+        "a": ((x_f, x_g, level, beta, own, other), attention["a"]),
+        "attention_perturbation": ((level, beta), attention_perturbation()),
+    }
+
+
+@functools.cache
+def tightness_certificate(backend: str = "numpy") -> dict:
+    r"""Lambdified certificate of :mod:`proofs_check.two_clusters`: ``h``, ``g2``, ``G2``
+    of ``(K, a, v, d, eps, mu)`` (:math:`B_p = h + \frac{p-1}{2}\varepsilon^2 g^2` for
+    :math:`p < 1`, with ``G2`` for :math:`p \ge 1`); the cell bounds ``K(x_f, x_g, x_s, v,
+    beta, m, m_o)`` and ``a(x_f, x_g, v, beta, m, m_o)`` of the attention; and
+    ``attention_perturbation(v, beta)``.
+
+    Examples
+    --------
+    >>> c = tightness_certificate()
+    >>> float(c["h"](0.0, 1.0, 0.0, 3, 1.0, 0.0))
+    0.0
+    """
+    return _lambdify_all(tightness_certificate_expressions(), backend)
 
 
 #: The chains whose one-layer expansion :mod:`proofs_check.finite_depth` derives.

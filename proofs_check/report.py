@@ -664,6 +664,34 @@ def check_cluster_absorption() -> Check:
     )
 
 
+def check_two_cluster_tightness() -> Check:
+    """Tight clusters of a two-cluster configuration stay tight (proofs_check.two_clusters).
+
+    Returns
+    -------
+    Check
+        Residuals: the exact drift and carre du champ of one pair among four generic
+        tokens, the bounds at K = 0, a = 1, v = 0 against the two-token linearization, the
+        exponents at B_p = 0, the attention bounds without another cluster; sign checks of
+        the bounds' direction.
+    """
+    from .two_clusters import bound_signs, linearization_residuals, pair_identity_residuals
+
+    residuals = {**pair_identity_residuals(4), **linearization_residuals()}
+    residuals.update({label: sp.Integer(0 if ok else 1) for label, ok in bound_signs().items()})
+    return Check.from_residuals(
+        "Two clusters: every within-cluster u^p a supermartingale on {all within u < v}",
+        "L u <= u h, eps^2 u^2 g^2 <= Gamma(u) <= eps^2 u^2 G^2 uniformly in the clusters' "
+        "angle; P(spread ever reaches v) <= sum over pairs (u/v)^p",
+        "one pair u = 1 - rho_01 of four tokens, generic Gram matrix and attention: L u and "
+        "Gamma(u) exact (pair form); h(K=0, a=1) = -(d-3) eps^2 - 2 mu, eps^2 g^2 = "
+        "eps^2 G^2 = 4 eps^2 (two tokens at rho = 1)",
+        residuals,
+        "Ito's lemma on rho_01 of the derived limit SDE; softmax derivative = beta Cov_w(X); "
+        "K, a bounded on cells of x = beta (1 - rho_ib), each factor at its worst end",
+    )
+
+
 def check_cone_absorption() -> Check:
     """Constant weights: the tokens' cone only shrinks (proofs_check.cone).
 
@@ -817,6 +845,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     check_proposition1,
     check_formations,
     check_cluster_absorption,
+    check_two_cluster_tightness,
     check_cone_absorption,
     check_engine,
     check_layernorm,

@@ -8,6 +8,8 @@ sweep's chunks are. Registered by one line, it runs through the command line, pl
 the code before the experiment interface existed (``tests/data/sweep_v1``).
 """
 
+import csv
+import io
 import json
 import shutil
 import sys
@@ -177,6 +179,30 @@ V1 = {
 }
 
 
+def _numbers(text: str) -> list[float] | None:
+    try:
+        return [float(v) for v in text.split()]
+    except ValueError:
+        return None
+
+
+def _same_values(before: str, after: str, added: dict[str, str]) -> bool:
+    """Whether the table ``after`` is ``before`` with the columns ``added`` (at their
+    values) inserted, its columns in the same order and every value the same number."""
+    old, new = (list(csv.DictReader(io.StringIO(text))) for text in (before, after))
+    if len(old) != len(new) or [c for c in new[0] if c not in added] != list(old[0]):
+        return False
+    for a, b in zip(old, new, strict=True):
+        if any(b[c] != v for c, v in added.items()):
+            return False
+        for column, text in a.items():
+            x, y = _numbers(text), _numbers(b[column])
+            if (text != b[column] if x is None
+                    else y is None or not np.array_equal(x, y, equal_nan=True)):
+                return False
+    return True
+
+
 @pytest.mark.parametrize("name", [pytest.param("phase", marks=pytest.mark.slow), "tokens"])
 def test_a_sweep_stored_before_the_interface_resumes_with_nothing_computed(name, tmp_path):
     shutil.copy(DATA / "sweep_v1" / f"{name}.csv", tmp_path)
@@ -192,7 +218,11 @@ def test_a_sweep_stored_before_the_interface_resumes_with_nothing_computed(name,
     meta = json.loads((tmp_path / f"{name}.json").read_text())
     (tmp_path / f"{name}.json").write_text(json.dumps({**meta, "streams": "network-2"}))
     assert main([*V1[name], "--out", str(tmp_path), "--quiet"]) == 0
-    assert (tmp_path / f"{name}.csv").read_text() == before  # columns, order and values
+    after = (tmp_path / f"{name}.csv").read_text()
+    if name == "tokens":  # since: a defaulted column, and cluster sizes that may be fractional
+        assert _same_values(before, after, added={"finished": "0"})
+    else:
+        assert after == before  # columns, order and values
     runs = json.loads((tmp_path / f"{name}.json").read_text())["runs"]
     assert len(runs) == 2
     assert runs[0]["points_computed"] == len(before.splitlines()) - 1

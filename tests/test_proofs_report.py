@@ -48,16 +48,17 @@ def test_full_report():
         assert is_zero(row.residuals), (row.claim, row.failures())
     assert status.pop("Proposition 1: hybrid threshold (two tokens)") == MISMATCH
     assert set(status.values()) == {PASS}, status
-    # 14 rows of the paper's layer, 2 of cluster absorption (noisy and constant weights),
-    # 5 of the diffusion-limit engine, 1 of finite depth, 1 of first passage
-    assert len(rows) == 23
+    # 14 rows of the paper's layer, 3 of absorption (the noisy cluster, two tight clusters,
+    # constant weights), 5 of the diffusion-limit engine, 1 of finite depth, 1 of first
+    # passage
+    assert len(rows) == 24
     assert exit_code(rows) == 0
     table = format_report(rows, fmt="markdown")
     assert table.count("\n") == len(rows) + 1
     text = format_report(rows)
     assert "beta_c(d) = acosh(d - 2)" in text
     assert re.findall(r"^PASS: \d+.*$", text, flags=re.MULTILINE) == [
-        "PASS: 22, FAIL: 0, MISMATCH: 1"
+        "PASS: 23, FAIL: 0, MISMATCH: 1"
     ]
     assert [line.split("  ")[0] for line in text.splitlines() if "MISMATCH  " in line] == [
         "Proposition 1: hybrid threshold (two tokens)"

@@ -46,10 +46,11 @@ class HybridRow:
     p_antipodal: float
     p_undecided: float
     dominant: str  # "single", "antipodal" or "undecided"
-    stderr: float  # binomial standard error of p_antipodal
+    stderr: float  # standard error of p_antipodal (binomial where no trajectory is finished)
     p_exact: float  # exact two-token P(antipodal), nan for more tokens
     trajectories: int
     horizon: float  # depth-time simulated at this eps (nan for the exact method)
+    finished: int = 0  # trajectories finished by the formation law (stored before it: 0)
 
     def reference(self) -> tuple[float, float]:
         """The probability this cell must match and its slack
@@ -65,6 +66,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
     """
 
     command: ClassVar[str] = "hybrid"
+    formations: ClassVar[bool] = True
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
     rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, depth_in_range,
@@ -105,14 +107,13 @@ class HybridSpec(AbstractScaledHorizonSpec):
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> HybridRow:
         """The row of ``point``: fractions, the dominant outcome, the exact two-token value."""
-        from ..transformer._outcomes import fractions_from_counts
-        from ._simulate import add_counts, exact_two_tokens
+        from ._simulate import add_counts, exact_two_tokens, fractions_of_counts
 
         beta, eps, n, d, mu = point["beta"], point["eps"], self.tokens, self.dim, self.mu
         exact = (exact_two_tokens(beta, d, mu=mu, eps=eps, layer=self.layer, norm=self.norm)
                  if n == 2 else None)
-        fractions = (exact if self.method == "exact"
-                     else fractions_from_counts(*add_counts(counts)["outcomes"]))
+        total = add_counts(counts) if self.method != "exact" else {}
+        fractions = exact if self.method == "exact" else fractions_of_counts(total)
         return HybridRow(
             beta=beta, eps=eps, p_single=float(fractions.single),
             p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
@@ -120,6 +121,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
             p_exact=float(exact.antipodal) if exact is not None else float("nan"),
             trajectories=fractions.count or 0,
             horizon=float("nan") if self.method == "exact" else self.point_horizon(eps),
+            finished=int(total.get("finished", 0)),
         )
 
     def plot(self, rows: list[HybridRow], path: Path) -> Path:

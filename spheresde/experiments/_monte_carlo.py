@@ -134,6 +134,10 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
     absorb: AbstractVar[float]
     seed: AbstractVar[int]
     absorbing: ClassVar[str | None] = "absorb"
+    #: Whether chunks finish tight two-cluster trajectories by the formation's law
+    #: (``simulate_counts(formations=True)``; the rows then read the counts with
+    #: :func:`~._simulate.fractions_of_counts`).
+    formations: ClassVar[bool] = False
     law_only: ClassVar[Mapping[str, str]] = {}
 
     @abc.abstractmethod
@@ -166,7 +170,7 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
             run.method, jax.random.PRNGKey(chunk_seed(self.seed, point, k)), tokens=run.tokens,
             beta=run.beta, d=run.d, weights=run.weights, trajectories=size,
             layers=self.layers, horizon=run.horizon, tol=self.tol, absorb=self.absorb,
-            norm=run.norm, layer=run.layer)
+            norm=run.norm, layer=run.layer, formations=self.formations)
 
     def check(self, counts: Counts, size: int) -> str | None:
         """:func:`~._simulate.counts_problem`: the format of :func:`simulate_counts`."""

@@ -18,9 +18,11 @@ the horizon as single cluster, antipodal or undecided with tolerance ``tol``.
 :func:`simulate_counts` is what a chunk of a sweep runs: integer counts (outcomes,
 cluster sizes, trajectory-steps simulated), with certified early absorption
 (:mod:`spheresde.transformer._absorption`) for two tokens under the reduced SDE and the discrete
-network, and for more tokens near the single cluster under the discrete network.
-:func:`~spheresde.transformer._outcomes.fractions_from_counts` turns the summed
-``outcomes`` counts of a point's chunks into fractions.
+network, and for more tokens near the single cluster under the discrete network; on request
+(``formations``, the ``tokens`` and ``hybrid`` sweeps) also the sums of the outcome
+probabilities of trajectories finished by their two-cluster formation's exact law
+(:mod:`spheresde.transformer._formation_finish`). :func:`fractions_of_counts` turns the
+summed counts of a point's chunks into fractions.
 """
 
 from __future__ import annotations
@@ -141,18 +143,29 @@ def _token_outcomes(method: str, key, *, tokens: int, beta: float, d: int,
 def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                     weights: AbstractWeights, trajectories: int, layers: int, horizon: float,
                     tol: float, absorb: float, norm: str | AbstractNormalization = "rms",
-                    layer: str = "paper", dtype=None) -> dict:
+                    layer: str = "paper", dtype=None, formations: bool = False) -> dict:
     """Counts of one chunk of ``trajectories``: ``outcomes`` (single, antipodal,
     undecided), ``minority`` (antipodal samples by the size 0..n//2 of their smaller
     cluster) and ``steps`` (trajectory-steps actually simulated).
+
+    ``formations``: more than two tokens under ``discrete`` (noise, ``absorb > 0``) also
+    finish the trajectories whose two clusters are certified tight by the formation's exact
+    law (:mod:`spheresde.transformer._formation_finish`), and the counts gain the keys of
+    :func:`~spheresde.transformer._formation_finish.finish_counts`: ``finished`` (how many:
+    they are not in ``outcomes`` or ``minority``), ``finish_sums`` and ``finish_squares``
+    (sums and sums of squares of their single, antipodal, undecided probabilities) and
+    ``finish_minority`` (their antipodal probability by the smaller cluster's size); every
+    chunk then has those keys, 0 where nothing was finished.
+    :func:`fractions_of_counts` reads either form.
 
     ``absorb`` is the bound of :mod:`spheresde.transformer._absorption` (0: simulate every step).
     Two tokens under ``reduced`` or ``discrete`` use the absorbing simulators, more tokens
     under ``discrete`` the one that absorbs near the single cluster
     (:func:`spheresde.transformer._absorption.absorbing_tokens`; antipodal formations are never
-    absorbed; under :class:`~spheresde.transformer.ConstantWeights`, no noise, the single
-    cluster is absorbed with certainty); the particle SDE and ``reduced`` under constant
-    weights run the full horizon.
+    absorbed, only finished with ``formations``; under
+    :class:`~spheresde.transformer.ConstantWeights`, no noise, the single cluster is absorbed
+    with certainty); the particle SDE and ``reduced`` under constant weights run the full
+    horizon.
 
     ``norm="layer"`` (LayerNorm): ``discrete`` runs the LayerNorm network itself (every
     layer, no absorption; two tokens in the pair coordinates of :mod:`spheresde.transformer._pair`,
@@ -172,10 +185,12 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
     ``JAX_ENABLE_X64``, float32 otherwise).
     """
     from ..transformer._absorption import absorbing_network, absorbing_rho, absorbing_tokens
+    from ..transformer._formation_finish import FormationFinish, finish_counts
     from ..transformer._normalization import normalization
 
     steps = network_depth(horizon, layers)  # the one count, passed to every method
     constant = isinstance(weights, ConstantWeights)
+    formation = None
     norm = normalization(norm)
     if not norm.paper and method == "particles":
         raise ValueError(f"norm={norm.name!r} needs method 'reduced' or 'discrete' (the "
@@ -207,27 +222,37 @@ def simulate_counts(method: str, key, *, tokens: int, beta: float, d: int,
                                         steps=steps, tol=tol, bound=absorb, dtype=dtype)
         minority = np.ones(int(np.sum(codes == ANTIPODAL)), int)
     elif method == "discrete" and norm.paper:
+        mu, eps = weights.limit()
+        formation = (FormationFinish(tokens=tokens, beta=beta, d=d, eps=eps, mu=mu,
+                                     layers=layers, tol=tol, bound=absorb)
+                     if formations and not constant else None)
         codes, minority, work = absorbing_tokens(key, tokens=tokens, beta=beta, d=d,
                                                  weights=weights, trajectories=trajectories,
                                                  layers=layers, steps=steps, tol=tol,
-                                                 bound=absorb, dtype=dtype)
+                                                 bound=absorb, dtype=dtype, formation=formation)
     else:
         codes, minority = _token_outcomes(method, key, tokens=tokens, beta=beta, d=d,
                                           weights=weights, trajectories=trajectories,
                                           layers=layers, steps=steps, tol=tol, norm=norm,
                                           dtype=dtype)
         work = trajectories * steps
-    return {
+    counts = {
         "outcomes": [int(np.sum(codes == c)) for c in (SINGLE, ANTIPODAL, UNDECIDED)],
         "minority": [int(c) for c in np.bincount(minority.astype(int),
                                                  minlength=tokens // 2 + 1)],
         "steps": int(work),
     }
+    if formations:
+        counts.update(formation.counts(codes) if formation is not None
+                      else finish_counts(np.zeros((0, 3)), np.zeros(0, int), tokens))
+    return counts
 
 
 def add_counts(counts: list[dict]) -> dict:
-    """The element-wise sum of chunk counts (in the order given: integers, so any order
-    gives the same sum)."""
+    """The element-wise sum of chunk counts (in the order given: the integer counts sum
+    alike in any order; the finished trajectories' float sums of
+    :func:`simulate_counts` in this one). A key that only some chunks have (chunks stored
+    before the formation finish) counts 0 in the others."""
     total: dict = {}
     for one in counts:
         for name, value in one.items():
@@ -241,22 +266,55 @@ def add_counts(counts: list[dict]) -> dict:
 
 
 
+def fractions_of_counts(total: dict):
+    """:class:`~spheresde.transformer._outcomes.OutcomeFractions` of summed counts
+    (:func:`add_counts`), the finished trajectories' probabilities included where there are
+    any (:func:`~spheresde.transformer._outcomes.fractions_from_values`)."""
+    from ..transformer._outcomes import fractions_from_values
+
+    return fractions_from_values(total["outcomes"], total.get("finished", 0),
+                                 total.get("finish_sums", [0.0] * 3),
+                                 total.get("finish_squares", [0.0] * 3))
+
+
+#: The keys of the formation finish's share of the counts (simulate_counts(formations=True)).
+FINISH_KEYS = frozenset({"finished", "finish_sums", "finish_squares", "finish_minority"})
+
+
 def counts_problem(counts: object, size: int) -> str | None:
     """What is wrong with stored counts of a chunk of ``size`` trajectories, as
     :func:`simulate_counts` makes them (None: nothing; ``{}`` is a chunk of no
-    trajectories, the exact method's)."""
+    trajectories, the exact method's), with or without the formation finish's keys."""
     if counts == {} and size == 0:
         return None
-    if not isinstance(counts, dict) or set(counts) != {"outcomes", "minority", "steps"}:
-        return "not the counts outcomes, minority and steps"
+    basic = {"outcomes", "minority", "steps"}
+    if not isinstance(counts, dict) or set(counts) not in (basic, basic | FINISH_KEYS):
+        return "not the counts outcomes, minority and steps (and the finish's, or none)"
 
     def counts_of(value: object) -> bool:
         return isinstance(value, list) and all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
 
+    def sums_of(value: object, length: int) -> bool:
+        return isinstance(value, list) and (length < 0 or len(value) == length) and all(
+            isinstance(v, float | int) and not isinstance(v, bool) and v >= 0 for v in value)
+
+    finished = counts.get("finished", 0)
+    if "finished" in counts and (not counts_of([finished]) or not all(
+            sums_of(counts[name], n) for name, n in
+            (("finish_sums", 3), ("finish_squares", 3), ("finish_minority", -1)))):
+        return "finish counts are not a count and non-negative sums"
+    if finished and (abs(sum(counts["finish_sums"]) - finished) > 1e-6 * finished
+                     or abs(sum(counts["finish_minority"]) - counts["finish_sums"][1])
+                     > 1e-6 * finished
+                     or any(q > v + 1e-9 * finished for q, v in
+                            zip(counts["finish_squares"], counts["finish_sums"], strict=True))):
+        return (f"finish sums {counts['finish_sums']} do not add up to {finished} "
+                "trajectories, or to the antipodal sums by size, or lie below the squares")
     outcomes, minority, steps = counts["outcomes"], counts["minority"], counts["steps"]
-    if not counts_of(outcomes) or len(outcomes) != 3 or sum(outcomes) != size:
-        return f"outcomes {outcomes} are not 3 non-negative counts that sum to {size}"
+    if not counts_of(outcomes) or len(outcomes) != 3 or sum(outcomes) + finished != size:
+        return (f"outcomes {outcomes} are not 3 non-negative counts that sum to {size} "
+                f"(with {finished} finished)")
     if not counts_of(minority) or sum(minority) != outcomes[1]:
         return (f"minority {minority} are not non-negative counts that sum to the "
                 f"{outcomes[1]} antipodal samples")

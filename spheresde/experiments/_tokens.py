@@ -32,11 +32,13 @@ class TokensRow:
     p_single: float
     p_antipodal: float
     p_undecided: float
-    stderr: float  # binomial standard error of p_antipodal
+    stderr: float  # standard error of p_antipodal (binomial where no trajectory is finished)
     minority_mean: float  # mean size of the smaller cluster over antipodal samples (nan: none)
-    # number of antipodal samples whose smaller cluster has k tokens, for k = 1..n//2
-    minority_counts: tuple[int, ...]
+    # number of antipodal samples whose smaller cluster has k tokens, for k = 1..n//2 (a
+    # trajectory finished by the formation law adds its antipodal probability)
+    minority_counts: tuple[float, ...]
     trajectories: int
+    finished: int = 0  # trajectories finished by the formation law (stored before it: 0)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     """
 
     command: ClassVar[str] = "tokens"
+    formations: ClassVar[bool] = True
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
     rules: ClassVar[tuple] = (depth_in_range, layer_rule)
@@ -83,20 +86,22 @@ class TokensSpec(AbstractFixedHorizonSpec):
 
     def finish(self, point: dict[str, Any], counts: list[dict]) -> TokensRow:
         """The row of ``point``: outcome fractions and the sizes of the two clusters."""
-        from ..transformer._outcomes import fractions_from_counts
-        from ._simulate import add_counts
+        from ._simulate import add_counts, fractions_of_counts
 
         total = add_counts(counts)
-        fractions = fractions_from_counts(*total["outcomes"])
-        by_size = np.asarray(total["minority"])
-        antipodal = int(by_size.sum())
+        fractions = fractions_of_counts(total)
+        by_size = np.asarray(total["minority"], float)
+        if "finish_minority" in total:
+            by_size = by_size + np.asarray(total["finish_minority"])
+        antipodal = float(by_size.sum())
         return TokensRow(
             tokens=point["tokens"], beta=point["beta"], p_single=float(fractions.single),
             p_antipodal=float(fractions.antipodal), p_undecided=float(fractions.undecided),
             stderr=float(fractions.antipodal_se),
             minority_mean=float(by_size @ np.arange(by_size.size) / antipodal) if antipodal
             else float("nan"),
-            minority_counts=tuple(int(c) for c in by_size[1:]), trajectories=fractions.count,
+            minority_counts=tuple(float(c) for c in by_size[1:]), trajectories=fractions.count,
+            finished=int(total.get("finished", 0)),
         )
 
     def plot(self, rows: list[TokensRow], path: Path) -> Path:
@@ -128,14 +133,14 @@ class TokensSpec(AbstractFixedHorizonSpec):
         width = 0.1 / len(ns)  # narrow bars side by side: k/n of different n can be close
         for k, (n, color) in enumerate(zip(ns, palette, strict=True)):
             r = next(r for r in rows if r.tokens == n and r.beta == top)
-            counts = np.array(r.minority_counts)
-            total = int(counts.sum())
+            counts = np.array(r.minority_counts, float)
+            total = float(counts.sum())  # finished trajectories add probabilities
             if total == 0:
                 continue
             sizes = np.arange(1, counts.size + 1)
             bx.bar(sizes / n + (k - (len(ns) - 1) / 2) * width, counts / total, width=width,
                    color=color,
-                   label=f"n={n} ({total} antipodal)")
+                   label=f"n={n} ({total:.0f} antipodal)")
         bx.set_xlabel("size of the smaller cluster / n")
         bx.set_ylabel("share of antipodal trajectories")
         bx.set_title(f"cluster sizes of antipodal formations at beta={top:g}", fontsize=9)
@@ -183,6 +188,11 @@ def tokens_section(results: Mapping[str, Any]) -> Section:
         "",
         f"Sizes of the two clusters of antipodal formations at beta = {top:g} "
         "(smaller+larger: share of antipodal samples): " + "; ".join(sizes) + ".",
+        "",
+        f"{sum(r.finished for r in rows)} of {sum(r.trajectories for r in rows)} trajectories "
+        "were finished by the exact law of their two-cluster formation once both clusters "
+        "were certified tight (absorb = the bound of that certificate; they count by their "
+        "outcome probabilities).",
         "",
         "![antipodal formations](tokens.png)",
         "",

@@ -32,7 +32,9 @@ depends on the other tokens), so no scale function certifies anything; near the 
 cluster the certificate is instead a supermartingale :math:`V^p` of the gap
 :math:`V = \sum_{i<j}(1-\rho_{ij})` (:mod:`proofs_check.cluster`,
 :func:`cluster_absorption_level`, :func:`absorbing_tokens`); antipodal formations of more
-than two tokens have none, and are never absorbed.
+than two tokens have none, and are never absorbed, but once both of their clusters are
+certified tight :func:`absorbing_tokens` can hand them to the exact law of their
+two-cluster formation (its ``formation`` hook, :mod:`spheresde.transformer._formation_finish`).
 
 Another layer (:class:`spheresde.transformer.Layer`) has its own certificate where its
 derived :math:`\rho`-SDE has :math:`\pm1` as equilibria: :func:`scale_levels` is this
@@ -475,7 +477,8 @@ def token_gap(x) -> np.ndarray:
 
 def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajectories: int,
                      layers: int, steps: int, tol: float, bound: float,
-                     segment: int = 512, dtype=None) -> tuple[np.ndarray, np.ndarray, int]:
+                     segment: int = 512, dtype=None,
+                     formation=None) -> tuple[np.ndarray, np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with ``tokens``
     independent uniform tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius,
     identity Q and K, ``full`` noise) for ``steps`` layers (the caller's ``network_depth``
@@ -491,6 +494,11 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     a classification changes only where an absorbed trajectory would have left the cluster
     (probability at most ``bound`` each). Classification at the horizon:
     :func:`spheresde.transformer._outcomes.classify`.
+
+    ``formation``: a :class:`~spheresde.transformer._formation_finish.FormationFinish` (or
+    None): live trajectories whose two clusters it certifies tight at a segment boundary get
+    the code :data:`~spheresde.transformer._formation_finish.FINISHED`, and it keeps their
+    outcome probabilities under the formation's law for the remaining layers.
 
     Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
     order) and the trajectory-steps simulated.
@@ -513,14 +521,21 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
     minority = np.zeros(trajectories, np.int64)
+    layers_done = [0]  # formation finish: the layers behind the next status
+    if formation is not None:  # formation finish
+        formation.begin(trajectories, steps, segment)
 
     def advance(state, start, count):
         x, lane_keys, lanes = state
+        layers_done[0] = start + count  # formation finish
         return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy), lane_keys,
                 lanes)
 
     def status(state):
-        return np.where(gap(state[0]) < level, SINGLE, LIVE)
+        codes = np.where(gap(state[0]) < level, SINGLE, LIVE)
+        if formation is not None:  # formation finish
+            codes = formation.status(state[0], state[2], codes, layers_done[0])
+        return codes
 
     def finish(state):
         x, _, lanes = state

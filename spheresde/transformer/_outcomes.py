@@ -102,18 +102,25 @@ def _classify_tokens(tokens, tol):
 
 @dataclass(frozen=True)
 class OutcomeFractions:
-    """Fractions of the three outcomes, with binomial standard errors.
+    r"""Fractions of the three outcomes, with binomial standard errors.
 
     Built by :func:`fractions_from_codes` (or :meth:`exact` for limit probabilities). The
     fractions are NumPy arrays over the leading (grid) axes of the codes: 0-d for one
     batch, so ``float(f.antipodal)`` works; ``count`` is the number of samples behind
     each fraction, ``None`` for exact probabilities (standard errors 0).
+
+    ``squares``: where some samples are probabilities in [0, 1] rather than 0/1 outcomes
+    (trajectories finished by a law, :mod:`spheresde.transformer._formation_finish`), the
+    mean squares of the per-sample values of (single, antipodal, undecided); the standard
+    errors are then :math:`\sqrt{(\overline{v^2} - p^2)/N}`, the sample standard deviation
+    over :math:`\sqrt N` (the binomial one where every value is 0 or 1). ``None``: all 0/1.
     """
 
     single: np.ndarray
     antipodal: np.ndarray
     undecided: np.ndarray
     count: int | None
+    squares: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def exact(cls, antipodal) -> OutcomeFractions:
@@ -121,20 +128,26 @@ class OutcomeFractions:
         p = np.asarray(antipodal, dtype=float)
         return cls(np.asarray(1.0 - p), p, np.zeros_like(p), None)
 
+    def _stderr(self, which: int) -> np.ndarray:
+        p = (self.single, self.antipodal, self.undecided)[which]
+        if self.squares is None or self.count is None:
+            return binomial_stderr(p, self.count)
+        return np.asarray(np.sqrt(np.maximum(self.squares[which] - p * p, 0.0) / self.count))
+
     @property
     def single_se(self) -> np.ndarray:
         """Standard error of :attr:`single`."""
-        return binomial_stderr(self.single, self.count)
+        return self._stderr(0)
 
     @property
     def antipodal_se(self) -> np.ndarray:
         """Standard error of :attr:`antipodal`."""
-        return binomial_stderr(self.antipodal, self.count)
+        return self._stderr(1)
 
     @property
     def undecided_se(self) -> np.ndarray:
         """Standard error of :attr:`undecided`."""
-        return binomial_stderr(self.undecided, self.count)
+        return self._stderr(2)
 
     def dominant(self) -> np.ndarray:
         """Name of the most frequent outcome (ties: the first of single, antipodal,
@@ -153,6 +166,19 @@ def fractions_from_counts(single, antipodal, undecided) -> OutcomeFractions:
         raise ValueError(f"outcome counts need one positive total, got totals {total}")
     # np.asarray: a 0-d division gives a NumPy scalar, not a 0-d array
     return OutcomeFractions(*(np.asarray(c / count) for c in counts), count)
+
+
+def fractions_from_values(outcomes, finished: int, sums, squares) -> OutcomeFractions:
+    """:class:`OutcomeFractions` of a mix of samples: ``outcomes`` (the numbers of single,
+    antipodal and undecided 0/1 samples) and ``finished`` samples that are probabilities,
+    with the sums ``sums`` and sums of squares ``squares`` of their (single, antipodal,
+    undecided) values. Without finished samples, :func:`fractions_from_counts`."""
+    if not finished:
+        return fractions_from_counts(*outcomes)
+    count = int(sum(outcomes)) + int(finished)
+    means = [np.asarray((c + v) / count) for c, v in zip(outcomes, sums, strict=True)]
+    second = tuple(np.asarray((c + v) / count) for c, v in zip(outcomes, squares, strict=True))
+    return OutcomeFractions(*means, count, second)
 
 
 def fractions_from_codes(codes) -> OutcomeFractions:
@@ -203,5 +229,6 @@ __all__ = [
     "cluster_sizes",
     "fractions_from_codes",
     "fractions_from_counts",
+    "fractions_from_values",
     "outcome_fractions",
 ]

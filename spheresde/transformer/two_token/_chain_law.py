@@ -119,13 +119,19 @@ def _rule(d: int, drift_step: float, noise_step: float, nodes=NODES, prune: floa
 def _log_noncentral(df, nc, n):
     """Nodes and weights for Q ~ noncentral chi-square(df, nc): Gauss--Legendre in log Q
     between its 1e-15 and 1 - 1e-15 quantiles."""
-    law = stats.ncx2(df, nc)
-    lo, hi = np.log(law.ppf(1e-15)), np.log(law.isf(1e-15))
-    x, w = np.polynomial.legendre.leggauss(n)
+    # unfrozen calls and a cached rule: the formation kernel asks for one rule per z
+    law = stats.ncx2
+    lo, hi = np.log(law.ppf(1e-15, df, nc)), np.log(law.isf(1e-15, df, nc))
+    x, w = _legendre(n)
     s = lo + (hi - lo) * (x + 1) / 2
     q = np.exp(s)
-    weights = w * (hi - lo) / 2 * np.exp(law.logpdf(q) + s)
+    weights = w * (hi - lo) / 2 * np.exp(law.logpdf(q, df, nc) + s)
     return q, weights / weights.sum()
+
+
+@functools.cache
+def _legendre(n):
+    return np.polynomial.legendre.leggauss(n)
 
 
 def one_layer_z(z, variables, beta, drift_step, noise_step):
@@ -152,7 +158,7 @@ def one_layer_z(z, variables, beta, drift_step, noise_step):
     return np.sign(a - b) * (np.log(dd + np.abs(a - b)) - np.log(4 * delta) / 2)
 
 
-def _cubic(t):
+def cubic(t):
     """Lagrange weights of nodes -1, 0, 1, 2 at fractional position t in [0, 1)."""
     return np.stack([-t * (t - 1) * (t - 2) / 6, (t + 1) * (t - 1) * (t - 2) / 2,
                      -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6])
@@ -185,7 +191,7 @@ def reduced_atoms(beta, d, e, mu, layers):
     return atoms
 
 
-def _operator(centres, h, atoms):
+def operator(centres, h, atoms):
     """The one-step transition matrix on the grid (sparse, rows: from) of the chain whose
     step from ``z`` is ``atoms(z) = (positions, weights)``."""
     n = centres.size
@@ -196,7 +202,7 @@ def _operator(centres, h, atoms):
         positions, weights = atoms(z)
         offset = (positions - z) / h
         j = np.floor(offset)
-        lag = _cubic(offset - j)
+        lag = cubic(offset - j)
         first = int(j.min()) - 1
         idx = (j.astype(int) - first - 1)[None, :] + np.arange(4)[:, None]
         stencils.append(np.bincount(idx.ravel(), (lag * weights).ravel()))
@@ -214,27 +220,37 @@ def _operator(centres, h, atoms):
     return sparse.csr_matrix((data, (rows, cols)), shape=(n, n))
 
 
-def _law(beta, d, e, mu, tol, horizon, layers, z0, spacing, atoms):
-    """(antipodal, single, undecided) on one grid level of the chain whose one step is
-    ``atoms`` (:func:`network_atoms`, :func:`reduced_atoms`)."""
-    coefficients = rc()
-    args = (beta, d, e, mu)
+def grid(beta, d, e, mu, tol, horizon, spacing, beyond=(0.0, 0.0), far=None):
+    r"""The uniform z grid of one level: its faces, cell centres and spacing ``h`` (faces
+    on the thresholds :math:`\pm z_*`), reaching beyond each threshold by the far extent
+    over ``horizon`` of a z-SDE with the drift and squared diffusion ``far`` (left, right:
+    two pairs; default the two-token z-SDE's at :math:`z = \pm 20`), by 5, and by
+    ``beyond`` (left, right), whichever is most."""
+    if far is None:
+        coefficients = rc()
+        args = (beta, d, e, mu)
+        far = [(float(coefficients.z_drift(side * 20.0, *args)),
+                float(coefficients.z_diffusion(side * 20.0, *args)) ** 2)
+               for side in (-1.0, 1.0)]
     z_star = outcome_threshold(tol)
     cells = max(2, int(np.ceil(z_star / spacing)))
     h = z_star / cells
     extents = []
-    for side in (-1.0, 1.0):
-        c = float(coefficients.z_drift(side * 20.0, *args))
-        v2 = float(coefficients.z_diffusion(side * 20.0, *args)) ** 2
-        extent = max(far_extent(c, v2, horizon), 5.0)
-        if z0 is not None:
-            extent = max(extent, side * z0 - z_star + 5.0)
-        extents.append(extent)
+    for side, (c, v2) in zip((-1.0, 1.0), far, strict=True):
+        extents.append(max(far_extent(c, v2, horizon), 5.0, beyond[side > 0]))
     left = int(np.ceil(extents[0] / h)) + cells
     right = int(np.ceil(extents[1] / h)) + cells
     faces = h * np.arange(-left, right + 1)
-    centres = (faces[:-1] + faces[1:]) / 2
-    step = _operator(centres, h, atoms).T.tocsr()
+    return faces, (faces[:-1] + faces[1:]) / 2, h
+
+
+def _law(beta, d, e, mu, tol, horizon, layers, z0, spacing, atoms):
+    """(antipodal, single, undecided) on one grid level of the chain whose one step is
+    ``atoms`` (:func:`network_atoms`, :func:`reduced_atoms`)."""
+    z_star = outcome_threshold(tol)
+    beyond = (0.0, 0.0) if z0 is None else (-z0 - z_star + 5.0, z0 - z_star + 5.0)
+    faces, centres, h = grid(beta, d, e, mu, tol, horizon, spacing, beyond)
+    step = operator(centres, h, atoms).T.tocsr()
     if z0 is None:
         half = (d - 1) / 2
         cdf = special.betainc(half, half, (1 + np.tanh(faces)) / 2)
@@ -244,7 +260,7 @@ def _law(beta, d, e, mu, tol, horizon, layers, z0, spacing, atoms):
         k = np.searchsorted(centres, z0) - 1
         t = (z0 - centres[k]) / h
         p = np.zeros(centres.size)
-        p[k - 1:k + 3] = _cubic(np.asarray(t))
+        p[k - 1:k + 3] = cubic(np.asarray(t))
     for _ in range(network_depth(horizon, layers)):
         p = step @ p
     antipodal = p[centres < -z_star].sum()

@@ -848,9 +848,9 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(tmp_path):
 def test_importing_the_package_leaves_ctrl_c_alone():
     # only the command installs its handler: a script or notebook that imports spheresde
     # keeps Python's KeyboardInterrupt
-    code = ("import signal, spheresde; "
+    # Python's own handler set first, as a terminal gives it: a shell that runs the suite
+    # in the background hands the child SIGINT ignored, which Python keeps
+    code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "import spheresde; "
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
-    # the child starts with SIGINT at its default, as a terminal gives it: a shell that
-    # runs the suite in the background hands it SIGINT ignored, which Python keeps
-    subprocess.run([sys.executable, "-c", code], check=True,
-                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -187,6 +187,7 @@ def _min_rho(x):
     return np.min(np.where(np.eye(n, dtype=bool), np.inf, gram), axis=(-2, -1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise_step", [0.0, 0.3])
 def test_noiseless_layer_never_lowers_the_smallest_inner_product(noise_step):
     # Witness of proofs_check.cone: 2000 clusters of 3..6 tokens in d = 3..5 with every

@@ -209,6 +209,7 @@ def _drift_in_args():
                                noise_shape=(3,), convention="stratonovich")
 
 
+@pytest.mark.slow
 def test_nonfinite_parameter_raises():
     # Was: mean = t1 with standard error 0 and a warning that reads like censoring. A NaN
     # in args, an infinite field of the SDE, a NaN level.

@@ -61,6 +61,7 @@ def test_formation_kernel_of_two_tokens_is_the_two_token_kernel(z):
             np.sum(wg * (zg - z) ** power), abs=5e-5)
 
 
+@pytest.mark.slow
 def test_formation_law_of_two_tokens_is_the_two_token_law():
     # n = 2, k = 1 is the two-token network chain: the law after 100 layers (L = 10) from
     # two starts agrees with network_law's (measured difference 5e-4, the two kernels'
@@ -137,6 +138,7 @@ def _paired(full, cut, formation):
     return values - np.stack([full == c for c in range(3)], axis=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("weights", "n", "beta"), [(PureNoise(1.0), 4, 2.0),
                                                     (Hybrid(mu=1.0, eps=1.0), 3, 4.0)])
 def test_finish_agrees_with_full_simulation(weights, n, beta):
@@ -169,6 +171,7 @@ def test_finish_agrees_with_full_simulation(weights, n, beta):
     assert np.all(np.abs(diff.mean(axis=0)) <= 3 * se + 1e-12)
 
 
+@pytest.mark.slow
 def test_simulate_counts_with_formations():
     # the counts of the finish: finished trajectories are not in outcomes/minority, their
     # sums are; absorb = 0 finishes nothing and is the plain run

@@ -106,7 +106,8 @@ def test_a_layers_certificate_is_its_own_scale_function():
     assert back(z_hi - 2e-3) > bound
 
 
-@pytest.mark.parametrize("name", ["per_token", "mlp"])
+# the MLP block's derivation takes seconds more: with the slow tests
+@pytest.mark.parametrize("name", ["per_token", pytest.param("mlp", marks=pytest.mark.slow)])
 def test_layers_without_equilibria_are_never_absorbed(name):
     assert layer(name).absorption_levels(3.0, 4, tol=0.01, bound=0.5) == (-math.inf,
                                                                            math.inf)

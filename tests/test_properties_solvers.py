@@ -97,6 +97,7 @@ def _transformer_fields(d, beta, y, dw):
             sde.to_stratonovich().to_ito().drift(0.0, y, None))
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)  # three shapes, each compiled once (beta is traced)
 @given(shape=st.sampled_from([(1, 2), (3, 3), (4, 6)]), seed=st.integers(0, 2**16),
        beta=st.floats(0.0, 4.0))

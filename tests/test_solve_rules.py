@@ -178,6 +178,7 @@ def test_rows_under_one_increment_refused_under_jit():
         run(jnp.asarray(_rows(500)))
 
 
+@pytest.mark.slow
 def test_value_checks_run_under_jit_and_vmap():
     normal = spheresde.SphereSDE(lambda t, y, a: jnp.zeros_like(y), lambda t, y, a, dw: dw,
                                  (3,), "stratonovich")

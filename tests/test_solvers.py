@@ -242,6 +242,7 @@ def test_retracted_runge_kutta_inner_solver_runs():
     assert float(spheresde.norm_error(sol.ys)) < 1e-15
 
 
+@pytest.mark.slow
 def test_plain_euler_drifts_off_the_sphere():
     # The reason for this package: Diffrax's Euler on the same SDE leaves the sphere
     # (which is why solve refuses it, tests/test_solve_inputs.py).

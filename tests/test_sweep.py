@@ -144,6 +144,7 @@ KILLED_AT_FOURTH_POINT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_killed_run_loses_only_the_point_in_flight(tmp_path):
     def compute(p):
         calls.append(p)

@@ -643,6 +643,7 @@ def test_dry_run_counts_the_work_left_and_calibrates(tmp_path, capsys):
     assert after == before  # a dry run writes nothing
 
 
+@pytest.mark.slow
 def test_dry_run_prices_the_batch_order_once_an_epoch_not_once_a_step(monkeypatch):
     # The batch order permutes the whole training set however few steps are timed; priced
     # inside the 8 calibration steps it was charged (steps an epoch)/8 times an epoch (on

@@ -49,6 +49,7 @@ def test_same_interval_same_draw_and_bad_use():
         WeakBrownianPath([3, 4], jr.key(0))
 
 
+@pytest.mark.slow
 def test_solve_batch_weak_is_reproducible_and_on_the_sphere(getkey):
     sde = spheresde.transformer.transformer_sde(2.0, d=4)
     y0 = spheresde.sample_uniform(getkey(), (64, 2), 4)

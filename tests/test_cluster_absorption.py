@@ -18,11 +18,18 @@ from proofs_check.cluster import (
 from proofs_check.export import cluster_certificate
 from proofs_check.symbols import beta, d, eps, mu
 from spheresde.experiments._simulate import simulate_counts
-from spheresde.transformer import Hybrid, PureNoise
+from spheresde.transformer import Hybrid, PureNoise, _absorption
 from spheresde.transformer._absorption import absorbing_tokens, cluster_absorption_level, token_gap
 from spheresde.transformer._outcomes import SINGLE
 
 TOL = 1e-2
+
+
+@pytest.fixture
+def always_split(monkeypatch):
+    """Absorb even where the run is too short for it to pay (the runs here are small;
+    what they check is the absorption, not the rule that skips it)."""
+    monkeypatch.setattr(_absorption, "_WORTH", 0.0)
 
 
 @pytest.mark.slow
@@ -140,6 +147,7 @@ def test_gap_from_differences_keeps_precision():
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize(("weights", "n", "b"), [(PureNoise(), 3, 2.0),
                                                  (Hybrid(mu=1.0, eps=1.0), 4, 3.0)])
+@pytest.mark.usefixtures("always_split")
 def test_absorbing_and_full_runs_agree(dtype, weights, n, b):
     # Same seed, so the same paths until absorption: a class changes only where an
     # absorbed trajectory would have left the cluster, probability <= bound = 1e-6 each;
@@ -157,6 +165,7 @@ def test_absorbing_and_full_runs_agree(dtype, weights, n, b):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("always_split")
 def test_simulate_counts_absorbs_three_tokens():
     sizes = dict(tokens=3, beta=1.0, d=3, weights=Hybrid(mu=1.0, eps=0.5), trajectories=64,
                  layers=4, horizon=20.0, tol=TOL)
@@ -167,6 +176,87 @@ def test_simulate_counts_absorbs_three_tokens():
     assert 0 < cut["steps"] < full["steps"]
     assert full["outcomes"] == cut["outcomes"]
     assert full["minority"] == cut["minority"]
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_absorption_changes_at_most_a_handful_of_codes(monkeypatch, dtype):
+    # 1024 trajectories in 8 blocks of 128 lanes (compacted as they are absorbed), matched
+    # seeds: each absorbed trajectory changes class with probability <= bound = 1e-6 (the
+    # certificate, for the diffusion), so the expected number of changes is <= 1e-3; two
+    # are allowed for the O(1/L) gap between the network and the diffusion.
+    monkeypatch.setattr(_absorption, "_CPU_LANES", 128)
+    sizes = dict(tokens=3, beta=2.0, d=3, weights=PureNoise(), trajectories=1024, layers=10,
+                 steps=320, tol=TOL, dtype=dtype)
+    key = jax.random.key(5)
+    full, full_minority, full_work = absorbing_tokens(key, bound=0.0, **sizes)
+    for segment in (None, 32):  # measured segments (absorbing however short), fixed ones
+        monkeypatch.setattr(_absorption, "_WORTH", 0.0)
+        cut, cut_minority, cut_work = absorbing_tokens(key, bound=1e-6, segment=segment, **sizes)
+        assert cut_work < 0.8 * full_work
+        assert np.sum(full != cut) <= 2
+        assert np.sum(full == SINGLE) > 200
+        if np.array_equal(full, cut):
+            np.testing.assert_array_equal(full_minority, cut_minority)
+
+
+def test_one_program_for_every_live_count(monkeypatch):
+    # The live trajectories shrink through 8 blocks of 32 lanes: the advance, the status
+    # and the compaction compile once for the batch's shape (a second seed, with other live
+    # counts, compiles nothing), however many live counts the runs pass through.
+    monkeypatch.setattr(_absorption, "_CPU_LANES", 32)
+    monkeypatch.setattr(_absorption, "_WORTH", 0.0)
+    take = _absorption._take_lanes
+    compactions = []
+
+    def counted(state, index):
+        compactions.append(index.shape)
+        return take(state, index)
+
+    monkeypatch.setattr(_absorption, "_take_lanes", counted)
+    programs = (_absorption._advance_tokens, _absorption._cluster_status, take)
+    sizes = dict(tokens=3, beta=2.0, d=3, weights=PureNoise(), trajectories=256, layers=10,
+                 steps=320, tol=TOL, bound=1e-6, segment=32, dtype=jnp.float32)
+    before = [p._cache_size() for p in programs]
+    _, _, work = absorbing_tokens(jax.random.key(1), **sizes)
+    first = [p._cache_size() for p in programs]
+    assert len(compactions) >= 3  # several live counts (no padding: 256 = 8 x 32)
+    assert work < 0.7 * 256 * 320
+    assert all(a - b <= 1 for a, b in zip(first, before, strict=True))
+    absorbing_tokens(jax.random.key(2), **sizes)
+    assert [p._cache_size() for p in programs] == first
+
+
+def test_short_runs_are_not_split():
+    # 64 trajectories of 80 layers cost milliseconds: the first status check would compile
+    # programs that such a run cannot win back, so it runs every layer in one program.
+    sizes = dict(tokens=3, beta=1.0, d=3, weights=Hybrid(mu=1.0, eps=0.5), trajectories=64,
+                 layers=4, steps=80, tol=TOL, dtype=jnp.float32)
+    key = jax.random.key(0)
+    full, _, full_work = absorbing_tokens(key, bound=0.0, **sizes)
+    cut, _, cut_work = absorbing_tokens(key, bound=1e-6, **sizes)
+    assert cut_work == full_work == 64 * 80
+    np.testing.assert_array_equal(full, cut)
+
+
+def test_device_threshold_is_conservative():
+    # Tokens whose float64 gap (token_gap, from the differences) sits just below the level:
+    # the float32 device check never absorbs a trajectory that the float64 gap would keep.
+    from spheresde.transformer._absorption import _cluster_status, _device_threshold
+
+    rng = np.random.default_rng(2)
+    level = 3e-5
+    centre = np.array([0.0, 0.0, 1.0])
+    x = centre + rng.normal(size=(20000, 4, 3)) * rng.uniform(1e-3, 3e-3, (20000, 1, 1))
+    x = (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    exact = token_gap(x)
+    threshold = _device_threshold(level, 4, 3, np.float32)
+    assert 0 < threshold < level
+    absorbed = np.asarray(_cluster_status(jnp.asarray(x), jnp.float32(threshold), spread=False))
+    assert np.all(exact[absorbed == SINGLE] < level)
+    near = np.abs(exact / level - 1) < 0.05
+    assert near.sum() > 100  # the check is near the level
+    assert np.mean(absorbed[exact < 0.999 * level] == SINGLE) == 1.0
+    assert _device_threshold(1e-40, 4, 3, np.float32) == 0.0  # below the normal range: never
 
 
 # ------------------------------------------------- constant weights: the cone only shrinks
@@ -223,6 +313,7 @@ def test_noiseless_layer_never_lowers_the_smallest_inner_product(noise_step):
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.usefixtures("always_split")
 def test_constant_weights_absorb_with_certainty(dtype, n):
     # No noise: the paths are deterministic given the start, so the same seed with and
     # without absorption must give the very same classes, trajectory by trajectory (the

@@ -42,10 +42,13 @@ quadrature for any z-SDE, :meth:`~spheresde.transformer.Layer.absorption_levels`
 of the layer's, and :func:`spheresde.transformer._layers.absorbing_layer` runs the
 layer's two-token network with it (the n-token certificates are the paper's layer's).
 
-:func:`run_in_segments` makes the saving real: the live trajectories advance ``segment``
-steps inside one compiled call, the absorbed ones are dropped on the host, and the
-survivors are packed into a smaller batch (sizes rounded up to a power of two, at least
-64, so only a few shapes are ever compiled; step counts are traced, not compiled in).
+:func:`run_in_segments` makes the saving real without compiling anything per live count:
+the batch keeps one shape, cut on a CPU into blocks of lanes; a segment advances only the
+blocks that hold live trajectories (their number is traced, as are the step counts), and
+the absorbed ones are moved behind the live ones by a gather on the device when that
+frees a block. The n-token status is computed on the device too, conservatively
+(:func:`_device_threshold`), and the segment lengths follow measured costs; a run too
+short to win back its first check runs in one call.
 Each trajectory draws its randomness from its own key
 (folded with the step), so a trajectory's path does not depend on which others are
 still running: with and without absorption, the same seed gives the same trajectories.
@@ -62,6 +65,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable
 
 import jax
@@ -76,7 +80,9 @@ from ._rho import euler_step, outcome_threshold
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
-_MIN_BATCH = 64
+_CPU_LANES = 512  # lanes per block on a CPU (tests/benchmarks/bench_absorber.py)
+_OVERHEAD = 0.02  # a status check may cost this fraction of its segment
+_WORTH = 0.25  # seconds: a run predicted cheaper than this is not split (a first check compiles)
 LIVE = -1
 
 
@@ -121,59 +127,126 @@ def scale_levels(rc, args: tuple, edge: float, bound: float) -> tuple[float, flo
     return out[0], out[1]
 
 
-def _bucket(live: int, full: int) -> int:
-    """The padded batch for ``live`` trajectories: a power of two, at most ``full``."""
-    return min(full, max(_MIN_BATCH, 1 << (live - 1).bit_length()))
+def _lane_block(lanes: int) -> int:
+    """Lanes per block of the advance programs for a batch of ``lanes``.
+
+    On a CPU a step costs the same per lane from about 128 lanes up (a block of 512 is no
+    slower per lane than one of 4096, and keeps its state in cache), so the batch is cut
+    into blocks of at most :data:`_CPU_LANES` and a segment advances only the blocks that
+    still hold live trajectories: the work follows the live count without a new program
+    for each count. An accelerator's step of a few thousand lanes costs what one of a few
+    hundred does (launch-bound), so there the batch is one block.
+    """
+    if jax.default_backend() != "cpu":
+        return lanes
+    return -(-lanes // -(-lanes // _CPU_LANES))
 
 
-def _host_take(a, pick: np.ndarray):
-    """``a[pick]`` gathered on the host (a typed key array through its key data)."""
-    if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
-        return jax.random.wrap_key_data(np.asarray(jax.random.key_data(a))[pick],
-                                        impl=jax.random.key_impl(a))
-    return np.asarray(a)[pick]
+def _over_lanes(run: Callable, lanes, blocks, block: int | None):
+    """``run`` on the first ``blocks`` blocks of ``block`` lanes of the pytree ``lanes``
+    (trajectory axis first; ``blocks`` traced, so one program serves every live count),
+    the lanes after them left as they are; ``block=None``: ``run`` on all lanes at once."""
+    if block is None:
+        return run(lanes)
+
+    def one(b, lanes):
+        part = run(jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, b * block, block),
+                                lanes))
+        return jax.tree.map(lambda a, p: jax.lax.dynamic_update_slice_in_dim(a, p, b * block, 0),
+                            lanes, part)
+
+    return jax.lax.fori_loop(0, blocks, one, lanes)
 
 
-def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: Callable, *,
-                    steps: int, segment: int) -> tuple[np.ndarray, int]:
-    """Advance a batch of trajectories ``segment`` steps at a time, dropping absorbed ones.
+@jax.jit
+def _take_lanes(state: tuple, index) -> tuple:
+    """The lanes ``index`` of every array of ``state``, on the device (one program per
+    shape of ``state`` and ``index``: padding at the start, then every compaction)."""
+    return tuple(jnp.take(a, index, axis=0) for a in state)
 
-    ``advance(state, start, count)`` moves every trajectory of ``state`` (a tuple of
-    arrays with the trajectory axis first) by ``count`` steps starting at step
-    ``start``; ``status(state)`` gives, per trajectory, an outcome code once it is
-    absorbed and :data:`LIVE` otherwise; ``finish(state)`` the outcome codes at the
-    horizon. Returns the outcome codes in the original order and the trajectory-steps
-    actually simulated (padding not counted).
+
+def run_in_segments(advance: Callable, state: tuple, status: Callable | None,
+                    finish: Callable, *, steps: int, segment: int | None = None,
+                    unit: int = 16) -> tuple[np.ndarray, int]:
+    """Advance a batch of trajectories a segment at a time, leaving absorbed ones behind.
+
+    ``state`` is a tuple of device arrays with the trajectory axis first. It is padded
+    once to whole blocks of :func:`_lane_block` lanes and keeps that shape: absorbed
+    trajectories are moved behind the live ones (a gather on the device) only when that
+    frees a whole block, and ``advance(state, start, count, blocks=k, block=b)`` moves
+    the first ``k`` blocks of ``b`` lanes by ``count`` steps from step ``start`` (both
+    traced by the caller's programs, so no live count compiles anything). ``status(state, live)``
+    gives, per lane, an outcome code once it is absorbed and :data:`LIVE` otherwise (only
+    the ``live`` lanes' codes are read)
+    (``None``: nothing can be absorbed, and the whole horizon is one call of one block);
+    ``finish(state, live)`` the outcome codes at the horizon of every lane (``live``: the
+    lanes whose codes are used). Returns the outcome codes in the original order and the
+    trajectory-steps actually simulated (padding and absorbed lanes not counted).
+
+    ``segment``: steps between status checks, a multiple of ``unit`` (the caller's
+    steps per random draw). ``None``: measured. The first two segments of about
+    ``steps / 16`` time a step (the first may compile); a run predicted to cost less than
+    :data:`_WORTH` seconds then ends in one call (the first check compiles its programs,
+    which such a run cannot win back); after that each segment is the shortest multiple
+    of ``unit`` whose predicted cost makes the last check's cost at most
+    :data:`_OVERHEAD` of it, and at most ``steps / 8``. The work then depends on timings
+    (the codes only where a certificate changes a class, probability at most its bound).
     """
     full = state[0].shape[0]
     codes = np.full(full, LIVE, dtype=np.int64)
-    lanes = np.arange(full)
-    done = 0
-    work = 0
-    while done < steps and lanes.size:
-        count = min(segment, steps - done)
-        state = advance(state, done, count)
-        work += lanes.size * count
+    if status is None:
+        return np.asarray(finish(advance(state, 0, steps, blocks=1, block=None),
+                                 np.ones(full, bool))), full * steps
+    block = _lane_block(full)
+    blocks = -(-full // block)
+    order = np.arange(blocks * block)  # the trajectory at each lane
+    live = order < full
+    if blocks * block > full:  # padding: copies of the first lanes, never counted
+        state = _take_lanes(state, jnp.asarray((order % full).astype(np.int32)))
+    order[~live] = -1
+    longest = max(unit, steps // 8 // unit * unit)
+    opening = max(unit, steps // 16 // unit * unit)
+    rate = check = 0.0  # seconds: per block-step, and of the last check
+    work = done = timed = 0
+    while done < steps:
+        if segment is not None:
+            count = segment
+        elif timed < 2:
+            count = opening
+        else:
+            count = -(-check / (_OVERHEAD * rate * blocks) // unit) * unit
+            count = int(min(max(count, unit), longest))
+        count = min(count, steps - done)
+        started = time.perf_counter()
+        state = jax.block_until_ready(advance(state, done, count, blocks=blocks, block=block))
+        if segment is None:
+            timed += 1
+            rate = (time.perf_counter() - started) / (count * blocks)
+        work += int(np.sum(live)) * count
         done += count
         if done == steps:
             break
-        now = np.asarray(status(state))[: lanes.size]
-        absorbed = now != LIVE
-        if not absorbed.any():
+        if segment is None and timed < 2:
+            continue  # no check yet: the second segment times a step without compiling
+        if segment is None and timed == 2 and (steps - done) * blocks * rate < _WORTH:
+            segment = steps - done
             continue
-        codes[lanes[absorbed]] = now[absorbed]
-        keep = np.nonzero(~absorbed)[0]
-        lanes = lanes[keep]
-        if not lanes.size:
+        started = time.perf_counter()
+        now = np.asarray(status(state, live))
+        absorbed = live & (now != LIVE)
+        codes[order[absorbed]] = now[absorbed]
+        live &= ~absorbed
+        if not live.any():
             break
-        size = _bucket(lanes.size, full)
-        pick = np.concatenate([keep, np.full(size - keep.size, keep[0])])
-        # gathered on the host: a device gather compiles a program for every pair of batch
-        # sizes (with its index checks, most of a quick sweep's compilations); the state is
-        # small and its status has just come to the host anyway
-        state = tuple(_host_take(a, pick) for a in state)
-    if lanes.size:
-        codes[lanes] = np.asarray(finish(state))[: lanes.size]
+        needed = -(-int(np.sum(live)) // block)
+        if needed < blocks:
+            # live lanes first, in their order: the blocks behind them are never advanced
+            pick = np.argsort(~live, kind="stable")
+            state = _take_lanes(state, jnp.asarray(pick.astype(np.int32)))
+            order, live, blocks = order[pick], live[pick], needed
+        check = time.perf_counter() - started
+    if live.any():
+        codes[order[live]] = np.asarray(finish(state, live))[live]
     return codes, work
 
 
@@ -182,27 +255,34 @@ def run_in_segments(advance: Callable, state: tuple, status: Callable, finish: C
 _BITS = 32
 
 
-@jax.jit
-def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt):
+@functools.partial(jax.jit, static_argnames=("block",))
+def _advance_rho(z, keys, start, count, beta, d, eps, mu, dt, *, blocks=1, block=None):
     """``count`` Euler steps in z from step ``start`` (a multiple of 32): one random word
-    per lane per 32 steps. Both are traced, so one program serves every segment."""
+    per lane per 32 steps. Both are traced, so one program serves every segment; so is
+    ``blocks``, the leading blocks of ``block`` lanes advanced (:func:`_over_lanes`)."""
     from .two_token._monte_carlo import _z_coefficients
 
     coefficients = _z_coefficients()
     sqrt_dt = jnp.sqrt(dt)
 
-    def word(w, z):
-        bits = jax.vmap(lambda k: jax.random.bits(
-            jax.random.fold_in(k, start // _BITS + w), (), jnp.uint32))(keys)
+    def run(lanes):
+        z, keys = lanes
 
-        def step(i, z):
-            t = jnp.tanh(z)
-            drift, diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
-            return euler_step(z, drift, diffusion, dt, sqrt_dt * bit_signs(bits, i, z.dtype))
+        def word(w, z):
+            bits = jax.vmap(lambda k: jax.random.bits(
+                jax.random.fold_in(k, start // _BITS + w), (), jnp.uint32))(keys)
 
-        return jax.lax.fori_loop(0, jnp.minimum(_BITS, count - w * _BITS), step, z)
+            def step(i, z):
+                t = jnp.tanh(z)
+                drift, diffusion = coefficients(jnp.exp(-beta * (1 - t)), t, beta, d, eps, mu)
+                return euler_step(z, drift, diffusion, dt,
+                                  sqrt_dt * bit_signs(bits, i, z.dtype))
 
-    return jax.lax.fori_loop(0, (count + _BITS - 1) // _BITS, word, z)
+            return jax.lax.fori_loop(0, jnp.minimum(_BITS, count - w * _BITS), step, z)
+
+        return jax.lax.fori_loop(0, (count + _BITS - 1) // _BITS, word, z), keys
+
+    return _over_lanes(run, (z, keys), blocks, block)[0]
 
 
 def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectories: int,
@@ -232,15 +312,15 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, dtype) for v in (beta, d, eps, mu, dt)]
 
-    def advance(state, start, count):
+    def advance(state, start, count, **lanes):
         z, lane_keys = state
-        return _advance_rho(z, lane_keys, start, count, *scalars), lane_keys
+        return _advance_rho(z, lane_keys, start, count, *scalars, **lanes), lane_keys
 
-    def status(state):
+    def status(state, live):
         z = np.asarray(state[0], float)
         return np.where(z >= z_hi, SINGLE, np.where(z <= z_lo, ANTIPODAL, LIVE))
 
-    def finish(state):
+    def finish(state, live):
         return classify_rho(np.tanh(np.asarray(state[0], float)), tol)
 
     return run_in_segments(advance, (z0, keys), status, finish, steps=steps, segment=segment)
@@ -251,44 +331,55 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
 _BLOCK = 16  # layers per random draw of a lane (one fold_in per block)
 
 
-def _blocks(layer, state, keys, start, count, shape, dtype, noisy, columns=lambda z: z):
+def _blocks(layer, state, keys, start, count, shape, dtype, noisy, columns=lambda z: z, *,
+            blocks=1, block=None):
     """``count`` layers from layer ``start`` (a multiple of the block): ``layer(state, z)``
     with ``z`` the layer's ``(trajectories, *shape)`` standard normals, drawn a block at a
     time from each lane's key folded with the block's index, as ``columns`` maps them
-    (over the whole block, before the loop over its layers)."""
-    lanes = keys.shape[0]
+    (over the whole block, before the loop over its layers); only on the first ``blocks``
+    blocks of ``block`` lanes (:func:`_over_lanes`)."""
 
-    def block(b, state):
-        first = start // _BLOCK + b
-        if noisy:
-            # one flat draw per lane: several times faster on CPU than a (block, *shape) one
-            z = jax.vmap(lambda key: jax.random.normal(
-                jax.random.fold_in(key, first), (_BLOCK * math.prod(shape),), dtype))(keys)
-            z = z.reshape(lanes, _BLOCK, *shape)
-        else:
-            z = jnp.zeros((lanes, _BLOCK, *shape), dtype)
-        z = jnp.moveaxis(columns(z), 1, 0)
-        return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
-                                 lambda i, state: layer(state, z[i]), state)
+    def run(lanes):
+        state, keys = lanes
+        size = keys.shape[0]
 
-    return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, block, state)
+        def draw(b, state):
+            first = start // _BLOCK + b
+            if noisy:
+                # one flat draw per lane: several times faster on CPU than a (block, *shape)
+                z = jax.vmap(lambda key: jax.random.normal(
+                    jax.random.fold_in(key, first), (_BLOCK * math.prod(shape),), dtype))(keys)
+                z = z.reshape(size, _BLOCK, *shape)
+            else:
+                z = jnp.zeros((size, _BLOCK, *shape), dtype)
+            z = jnp.moveaxis(columns(z), 1, 0)
+            return jax.lax.fori_loop(0, jnp.minimum(_BLOCK, count - b * _BLOCK),
+                                     lambda i, state: layer(state, z[i]), state)
+
+        return jax.lax.fori_loop(0, (count + _BLOCK - 1) // _BLOCK, draw, state), keys
+
+    return _over_lanes(run, (state, keys), blocks, block)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("noisy", "norm"))
-def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noisy, norm="rms"):
+@functools.partial(jax.jit, static_argnames=("noisy", "norm", "block"))
+def _advance_pair(s, m, keys, start, count, beta, drift_step, noise_step, *, noisy, norm="rms",
+                  blocks=1, block=None):
     """``count`` layers from layer ``start`` (a multiple of the block; both traced: one
-    program per batch shape) of the two-token network in pair coordinates."""
+    program per batch shape) of the two-token network in pair coordinates, on the first
+    ``blocks`` blocks of ``block`` lanes (:func:`_over_lanes`)."""
     from ._pair import pair_layer, pair_noise
 
     def one(sm, z):
         xi_s, xi_m = pair_noise(*sm, z)
         return pair_layer(*sm, xi_s, xi_m, beta, drift_step, noise_step, norm)
 
-    return _blocks(one, (s, m), keys, start, count, (2, s.shape[-1]), s.dtype, noisy)
+    return _blocks(one, (s, m), keys, start, count, (2, s.shape[-1]), s.dtype, noisy,
+                   blocks=blocks, block=block)
 
 
-@functools.partial(jax.jit, static_argnames=("noisy", "width"))
-def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noisy, width):
+@functools.partial(jax.jit, static_argnames=("noisy", "width", "block"))
+def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noisy, width,
+                  blocks=1, block=None):
     """As :func:`_advance_pair` on the lengths ``a = |s|``, ``b = |m|`` (``(lanes, 1)``) of
     the Gram chain of :mod:`spheresde.transformer._pair` in dimension ``width``: the same normals a
     layer, reduced to the Bartlett factor where they are drawn."""
@@ -298,7 +389,7 @@ def _advance_gram(a, b, keys, start, count, beta, drift_step, noise_step, *, noi
         return gram_pair_layer(*ab, g, beta, drift_step, noise_step)
 
     return _blocks(one, (a, b), keys, start, count, (2, width), a.dtype, noisy,
-                   gram_columns)
+                   gram_columns, blocks=blocks, block=block)
 
 
 def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, layers: int,
@@ -358,23 +449,23 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
 
-    def advance(state, start, count):
+    def advance(state, start, count, **lanes):
         s, m, lane_keys = state
         if gram:
             return (*_advance_gram(s, m, lane_keys, start, count, *scalars, noisy=noisy,
-                                   width=width), lane_keys)
+                                   width=width, **lanes), lane_keys)
         return (*_advance_pair(s, m, lane_keys, start, count, *scalars, noisy=noisy,
-                               norm=norm), lane_keys)
+                               norm=norm, **lanes), lane_keys)
 
     def gaps(state):  # (1 - rho, 1 + rho), each to relative precision
         s, m = (np.asarray(a, float) for a in state[:2])
         return np.sum(m * m, axis=-1) / 2, np.sum(s * s, axis=-1) / 2
 
-    def status(state):
+    def status(state, live):
         minus, plus = gaps(state)
         return np.where(minus < gap_single, SINGLE, np.where(plus < gap_anti, ANTIPODAL, LIVE))
 
-    def finish(state):
+    def finish(state, live):
         minus, plus = gaps(state)
         return classify_rho(np.where(minus < plus, 1 - minus, plus - 1), tol)
 
@@ -429,55 +520,98 @@ def cluster_absorption_level(tokens: int, beta: float, d: int, eps: float, mu: f
     return float(np.max(np.where(certified, grid_v * bound ** (1 / grid_p), 0.0)))
 
 
-@functools.partial(jax.jit, static_argnames=("noisy",))
-def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step, *, noisy=True):
+@functools.partial(jax.jit, static_argnames=("noisy", "block"))
+def _advance_tokens(x, keys, start, count, beta, drift_step, noise_step, *, noisy=True,
+                    blocks=1, block=None):
     """``count`` layers from layer ``start`` (a multiple of the block; both traced) of the
     network with ``full`` noise, one flat normal draw per lane and block of 16 layers
-    (``noisy=False``: no draws, the noiseless network)."""
+    (``noisy=False``: no draws, the noiseless network), on the first ``blocks`` (traced)
+    blocks of ``block`` lanes (:func:`_over_lanes`; ``None``: all lanes)."""
     from ._network import layer
 
     d = x.shape[-1]
     one_layer = jax.vmap(lambda x, z: layer(x, z, beta, None, None, drift_step, noise_step,
                                             "full", 1.0))
-    return _blocks(one_layer, x, keys, start, count, (d, d), x.dtype, noisy)
+    return _blocks(one_layer, x, keys, start, count, (d, d), x.dtype, noisy, blocks=blocks,
+                   block=block)
 
 
 def cone_absorption_level(tol: float, bound: float) -> float:
-    r"""The spread :math:`\max_{i<j}(1 - 
-ho_{ij})` below which tokens of the *noiseless*
+    r"""The spread :math:`\max_{i<j}(1 - \rho_{ij})` below which tokens of the *noiseless*
     network (constant weights :math:`V = I`) are absorbed as a single cluster:
     ``tol / 2``, or 0.0 (never absorb) when ``bound`` is 0.
 
     Certain, not probable: each noiseless layer makes every token a non-negative
-    combination of the tokens, so :math:`\min
-ho_{ij}` never decreases
+    combination of the tokens, so :math:`\min \rho_{ij}` never decreases
     (:mod:`proofs_check.cone`, a row of the report) and a spread below ``tol`` stays below
     it to the horizon, whatever ``bound``. The factor 1/2 is a margin against rounding.
     """
     return tol / 2 if bound > 0 else 0.0
 
 
-def token_spread(x) -> np.ndarray:
-    r""":math:`\max_{i<j}(1 - 
-ho_{ij}) = \max_{i<j}	frac12|X_i - X_j|^2` of unit tokens
-    ``(..., n, d)``, in float64 from the differences (as :func:`token_gap`)."""
-    x = np.asarray(x, float)
+def _distances(x, xp=np):
+    r""":math:`|X_i - X_j|^2` of tokens ``(..., n, d)``, ``(..., n, n)``, from the
+    differences (which keep their relative precision where :math:`1 - \rho` would round
+    to 0), with ``xp`` (NumPy or :mod:`jax.numpy`)."""
     diff = x[..., :, None, :] - x[..., None, :, :]
-    return np.max(np.sum(diff * diff, axis=-1), axis=(-2, -1)) / 2
+    return xp.sum(diff * diff, axis=-1)
+
+
+def _spread(x, xp=np):
+    return xp.max(_distances(x, xp), axis=(-2, -1)) / 2
+
+
+def _gap(x, xp=np):
+    return xp.sum(_distances(x, xp), axis=(-2, -1)) / 4
+
+
+def token_spread(x) -> np.ndarray:
+    r""":math:`\max_{i<j}(1 - \rho_{ij}) = \max_{i<j}\tfrac12|X_i - X_j|^2` of unit tokens
+    ``(..., n, d)``, in float64 from the differences (as :func:`token_gap`)."""
+    return _spread(np.asarray(x, float))
 
 
 def token_gap(x) -> np.ndarray:
     r""":math:`V = \sum_{i<j}(1 - \rho_{ij}) = \tfrac12\sum_{i<j}|X_i - X_j|^2` of unit tokens
     ``(..., n, d)``, in float64 from the differences (which keep their relative precision
     where :math:`1 - \rho` would round to 0)."""
-    x = np.asarray(x, float)
-    diff = x[..., :, None, :] - x[..., None, :, :]
-    return np.sum(diff * diff, axis=(-3, -2, -1)) / 4
+    return _gap(np.asarray(x, float))
+
+
+def _device_threshold(level: float, tokens: int, d: int, dtype) -> float:
+    r"""The threshold that :func:`_cluster_status` compares its gap (or spread) with, in
+    ``dtype``: absorbing below it certifies :math:`V < ` ``level`` for the stored tokens.
+
+    The gap of :func:`token_gap` is a sum of :math:`m = n^2 d` squares of differences of
+    the stored tokens, each difference rounded once (exact where the coordinates are
+    within a factor 2, Sterbenz), each square once and the sum at most :math:`m - 1`
+    times, all of non-negative terms: in ``dtype`` with unit roundoff :math:`u` the
+    computed value is at least :math:`(1 - (m + 2)u)` times the exact one (with room:
+    :math:`(m + 2)\,\epsilon = 2(m + 2)u` is taken off). The spread (a maximum of such
+    sums) obeys the same bound. So the level is lowered by that factor and rounded down
+    to ``dtype``; below the smallest normal number (flushed to zero, so no margin holds)
+    nothing is absorbed. The decision is then conservative against the float64 one of
+    :func:`token_gap`: it may wait a segment longer near the level, never absorb earlier.
+    """
+    info = np.finfo(dtype)
+    shrunk = np.asarray(level * (1 - (tokens * tokens * d + 2) * float(info.eps)), dtype)
+    if shrunk > level:
+        shrunk = np.nextafter(shrunk, np.asarray(0, dtype))
+    return float(shrunk) if shrunk >= info.tiny else 0.0
+
+
+@functools.partial(jax.jit, static_argnames=("spread",))
+def _cluster_status(x, threshold, *, spread):
+    """:data:`SINGLE` where the gap (``spread``: the spread) of the tokens ``x`` is below
+    ``threshold`` (:func:`_device_threshold`), :data:`LIVE` elsewhere: on the device, one
+    program per batch shape."""
+    size = (_spread if spread else _gap)(x, jnp)
+    return jnp.where(size < threshold, SINGLE, LIVE).astype(jnp.int8)
 
 
 def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajectories: int,
                      layers: int, steps: int, tol: float, bound: float,
-                     segment: int = 512, dtype=None,
+                     segment: int | None = None, dtype=None,
                      formation=None) -> tuple[np.ndarray, np.ndarray, int]:
     r"""Outcome codes of ``trajectories`` runs of the discrete network with ``tokens``
     independent uniform tokens (:func:`spheresde.transformer.simulate_network`'s layer, unit radius,
@@ -486,7 +620,8 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     :math:`V = \sum_{i<j}(1-\rho_{ij})` is below :func:`cluster_absorption_level` at a segment
     boundary (``bound = 0``: never). Constant weights (no noise) are absorbed, with
     certainty, once :func:`token_spread` is below :func:`cone_absorption_level`, and draw
-    no normals.
+    no normals. The gap is compared on the device, conservatively
+    (:func:`_device_threshold`).
 
     Trajectory ``i`` draws the noise of layers ``16 j .. 16 j + 15`` from
     ``fold_in(fold_in(key, i), j)``, so its path does not depend on the others or on when
@@ -500,51 +635,63 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     the code :data:`~spheresde.transformer._formation_finish.FINISHED`, and it keeps their
     outcome probabilities under the formation's law for the remaining layers.
 
+    ``segment``: layers between checks, a multiple of 16 (default: chosen from measured
+    costs by :func:`run_in_segments`, or 512 with a ``formation``, which
+    reads the depths left at fixed boundaries; where nothing can be absorbed the horizon is one
+    call).
+
     Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
     order) and the trajectory-steps simulated.
     """
     from .._geometry import sample_uniform
     from ._outcomes import classify, cluster_sizes
 
-    segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     mu, eps = weights.limit()
     drift_step, noise_step = (float(v) for v in weights.layer_steps(layers))
     noisy = noise_step != 0.0
     if noisy:
         level = cluster_absorption_level(tokens, float(beta), d, float(eps), float(mu),
                                          float(tol), float(bound))
-        gap = token_gap
     else:
-        level, gap = cone_absorption_level(float(tol), float(bound)), token_spread
+        level = cone_absorption_level(float(tol), float(bound))
     start_key, path_key = jax.random.split(key)
     x0 = sample_uniform(start_key, (trajectories, tokens), d, dtype)
     keys = jax.vmap(lambda i: jax.random.fold_in(path_key, i))(jnp.arange(trajectories))
     scalars = [jnp.asarray(v, x0.dtype) for v in (beta, drift_step, noise_step)]
+    threshold = jnp.asarray(_device_threshold(level, tokens, d, x0.dtype), x0.dtype)
     minority = np.zeros(trajectories, np.int64)
     layers_done = [0]  # formation finish: the layers behind the next status
+    if formation is not None and segment is None:
+        segment = 512
+    if segment is not None:
+        segment = max(_BLOCK, min(segment, steps // 8) // _BLOCK * _BLOCK)
     if formation is not None:  # formation finish
         formation.begin(trajectories, steps, segment)
 
-    def advance(state, start, count):
-        x, lane_keys, lanes = state
+    def advance(state, start, count, **lanes):
+        x, lane_keys, order = state
         layers_done[0] = start + count  # formation finish
-        return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy), lane_keys,
-                lanes)
+        return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy, **lanes),
+                lane_keys, order)
 
-    def status(state):
-        codes = np.where(gap(state[0]) < level, SINGLE, LIVE)
-        if formation is not None:  # formation finish
-            codes = formation.status(state[0], state[2], codes, layers_done[0])
-        return codes
+    def status(state, live):
+        codes = _cluster_status(state[0], threshold, spread=not noisy)
+        if formation is None:
+            return codes
+        # formation finish: only live lanes are candidates (the others hold absorbed,
+        # finished or padding copies of trajectories)
+        codes = np.where(live, np.asarray(codes), SINGLE)
+        return formation.status(state[0], state[2], codes, layers_done[0])
 
-    def finish(state):
-        x, _, lanes = state
-        codes = np.asarray(classify(x, tol))
-        minority[np.asarray(lanes)] = np.asarray(cluster_sizes(x))[:, 1]
-        return codes
+    def finish(state, live):
+        x, _, order = state
+        minority[np.asarray(order)[live]] = np.asarray(cluster_sizes(x))[live, 1]
+        return np.asarray(classify(x, tol))
 
-    codes, work = run_in_segments(advance, (x0, keys, jnp.arange(trajectories)), status,
-                                  finish, steps=steps, segment=segment)
+    checked = threshold > 0 or formation is not None  # else the horizon is one call
+    codes, work = run_in_segments(advance, (x0, keys, jnp.arange(trajectories)),
+                                  status if checked else None, finish, steps=steps,
+                                  segment=segment, unit=_BLOCK)
     return codes, minority[codes == ANTIPODAL], work
 
 

@@ -263,16 +263,26 @@ def _lane_keys(key, trajectories: int):
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(trajectories))
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def _advance(step, x, keys, start, count, values):
+@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("block",))
+def _advance(step, x, keys, start, count, values, *, blocks=1, block=None):
     """``count`` layers from layer ``start`` (both traced: one program for every segment
-    and batch of a shape), trajectory ``i``'s layer ``k`` from ``fold_in(keys[i], k)``."""
+    and batch of a shape), trajectory ``i``'s layer ``k`` from ``fold_in(keys[i], k)``;
+    only the first ``blocks`` (traced) blocks of ``block`` lanes
+    (:func:`spheresde.transformer._absorption.run_in_segments`; ``None``: every lane)."""
+    from ._absorption import _over_lanes
+
     one = jax.vmap(step, in_axes=(0, 0, None))
 
-    def layer_k(k, x):
-        return one(jax.vmap(lambda lane: jax.random.fold_in(lane, start + k))(keys), x, values)
+    def run(lanes):
+        x, keys = lanes
 
-    return jax.lax.fori_loop(0, count, layer_k, x)
+        def layer_k(k, x):
+            return one(jax.vmap(lambda lane: jax.random.fold_in(lane, start + k))(keys), x,
+                       values)
+
+        return jax.lax.fori_loop(0, count, layer_k, x), keys
+
+    return _over_lanes(run, (x, keys), blocks, block)[0]
 
 
 def absorbing_layer(key, lay: Layer, *, beta: float, d: int, eps: float, mu: float,
@@ -309,18 +319,18 @@ def absorbing_layer(key, lay: Layer, *, beta: float, d: int, eps: float, mu: flo
     step = lay.step(2, norm)
     segment = max(1, min(segment, steps // 8))
 
-    def advance(state, start, count):
+    def advance(state, start, count, **lanes):
         x, lane_keys = state
-        return _advance(step, x, lane_keys, start, count, values), lane_keys
+        return _advance(step, x, lane_keys, start, count, values, **lanes), lane_keys
 
-    def status(state):
+    def status(state, live):
         x = np.asarray(state[0], float)
         u = x / np.linalg.norm(x, axis=-1, keepdims=True)
         minus = np.sum((u[:, 0] - u[:, 1]) ** 2, axis=-1) / 2
         plus = np.sum((u[:, 0] + u[:, 1]) ** 2, axis=-1) / 2
         return np.where(minus < gap_single, SINGLE, np.where(plus < gap_anti, ANTIPODAL, LIVE))
 
-    def finish(state):
+    def finish(state, live):
         return np.asarray(classify(state[0], tol))
 
     return run_in_segments(advance, (x0, _lane_keys(path_key, trajectories)), status, finish,

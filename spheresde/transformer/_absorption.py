@@ -80,7 +80,7 @@ from ._rho import euler_step, outcome_threshold
 
 _Z_STEP = 1e-3
 _Z_SPAN = 60.0
-_CPU_LANES = 512  # lanes per block on a CPU (tests/benchmarks/bench_absorber.py)
+_CPU_LANES = 256  # lanes per block on a CPU (tests/benchmarks/bench_absorber.py)
 _OVERHEAD = 0.02  # a status check may cost this fraction of its segment
 _WORTH = 0.25  # seconds: a run predicted cheaper than this is not split (a first check compiles)
 LIVE = -1
@@ -130,12 +130,15 @@ def scale_levels(rc, args: tuple, edge: float, bound: float) -> tuple[float, flo
 def _lane_block(lanes: int) -> int:
     """Lanes per block of the advance programs for a batch of ``lanes``.
 
-    On a CPU a step costs the same per lane from about 128 lanes up (a block of 512 is no
-    slower per lane than one of 4096, and keeps its state in cache), so the batch is cut
-    into blocks of at most :data:`_CPU_LANES` and a segment advances only the blocks that
-    still hold live trajectories: the work follows the live count without a new program
-    for each count. An accelerator's step of a few thousand lanes costs what one of a few
-    hundred does (launch-bound), so there the batch is one block.
+    On a CPU a step of n tokens costs about the same per lane from 256 lanes up (a block
+    of 256 is no slower per lane than one of 2048, and keeps its state in cache), so the
+    batch is cut into blocks of at most :data:`_CPU_LANES` and a segment advances only the
+    blocks that still hold live trajectories: the work follows the live count without a
+    new program for each count. Each block pays the fixed cost of a step's operations;
+    the two-token chains, a few flops a lane, feel it most (a block costs them 15-25 %
+    more per lane than one batch while every lane lives). An accelerator's step of a few
+    thousand lanes costs what one of a few hundred does (launch-bound), so there the batch
+    is one block.
     """
     if jax.default_backend() != "cpu":
         return lanes
@@ -323,7 +326,9 @@ def absorbing_rho(key, *, beta: float, d: int, eps: float, mu: float, trajectori
     def finish(state, live):
         return classify_rho(np.tanh(np.asarray(state[0], float)), tol)
 
-    return run_in_segments(advance, (z0, keys), status, finish, steps=steps, segment=segment)
+    certified = math.isfinite(z_lo) or math.isfinite(z_hi)  # else the horizon is one call
+    return run_in_segments(advance, (z0, keys), status if certified else None, finish,
+                           steps=steps, segment=segment)
 
 
 # --------------------------------------------------------------- the discrete network, n = 2
@@ -472,8 +477,9 @@ def absorbing_network(key, *, beta: float, d: int, weights, trajectories: int, l
     s, m = x0[:, 0] + x0[:, 1], x0[:, 0] - x0[:, 1]
     if gram:  # the lengths carry the state (gaps() reads |m|^2/2, |s|^2/2 as before)
         s, m = (jnp.sqrt(inner(v, v)) for v in (s, m))
-    state = (s, m, keys)
-    return run_in_segments(advance, state, status, finish, steps=steps, segment=segment)
+    certified = gap_single > 0 or gap_anti > 0  # else the horizon is one call
+    return run_in_segments(advance, (s, m, keys), status if certified else None, finish,
+                           steps=steps, segment=segment)
 
 
 # --------------------------------------------------------------- n tokens near the cluster

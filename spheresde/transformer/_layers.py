@@ -333,7 +333,9 @@ def absorbing_layer(key, lay: Layer, *, beta: float, d: int, eps: float, mu: flo
     def finish(state, live):
         return np.asarray(classify(state[0], tol))
 
-    return run_in_segments(advance, (x0, _lane_keys(path_key, trajectories)), status, finish,
+    certified = gap_single > 0 or gap_anti > 0  # else the horizon is one call
+    return run_in_segments(advance, (x0, _lane_keys(path_key, trajectories)),
+                           status if certified else None, finish,
                            steps=steps, segment=segment)
 
 

@@ -642,9 +642,8 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     outcome probabilities under the formation's law for the remaining layers.
 
     ``segment``: layers between checks, a multiple of 16 (default: chosen from measured
-    costs by :func:`run_in_segments`, or 512 with a ``formation``, which
-    reads the depths left at fixed boundaries; where nothing can be absorbed the horizon is one
-    call).
+    costs by :func:`run_in_segments`, or 512 with a ``formation``, which reads the depths
+    left at fixed boundaries); where nothing can be absorbed the horizon is one call.
 
     Returns the codes, the smaller cluster's size of each antipodal sample (in trajectory
     order) and the trajectory-steps simulated.

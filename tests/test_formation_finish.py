@@ -11,7 +11,7 @@ from spheresde.experiments._simulate import (
     fractions_of_counts,
     simulate_counts,
 )
-from spheresde.transformer import Hybrid, PureNoise
+from spheresde.transformer import Hybrid, PureNoise, _formation_finish
 from spheresde.transformer._absorption import absorbing_tokens
 from spheresde.transformer._formation_finish import (
     FINISHED,
@@ -157,7 +157,7 @@ def test_finish_agrees_with_full_simulation(weights, n, beta):
     full, _, full_work = absorbing_tokens(key, bound=0.0, **sizes)
     mu, eps = weights.limit()
     formation = FormationFinish(tokens=n, beta=beta, d=3, eps=eps, mu=mu, layers=10, tol=TOL,
-                                bound=1e-6)
+                                bound=1e-6, thrift=False)
     cut, _, cut_work = absorbing_tokens(key, bound=1e-6, formation=formation, **sizes)
     done = cut == FINISHED
     assert done.sum() > 100
@@ -171,10 +171,46 @@ def test_finish_agrees_with_full_simulation(weights, n, beta):
     assert np.all(np.abs(diff.mean(axis=0)) <= 3 * se + 1e-12)
 
 
+def test_a_law_is_computed_only_where_it_pays(monkeypatch):
+    # a law already computed always pays; a new one when the trajectories times the layers
+    # left times a trajectory-layer's cost exceed the last law's cost
+    monkeypatch.setitem(_formation_finish._measured, "law", 4.0)
+    finish = FormationFinish(tokens=4, beta=2.0, d=3, eps=1.0, mu=0.0, layers=20, tol=TOL,
+                             bound=1e-6)
+    finish.begin(100, 4000, 500)
+    assert not finish.pays(2, 100, 3500, 1e-6)  # 0.35 s of simulation left
+    assert finish.pays(2, 100, 3500, 1e-4)  # 35 s
+    assert FormationFinish(tokens=4, beta=2.0, d=3, eps=1.0, mu=0.0, layers=20, tol=TOL,
+                           bound=1e-6, thrift=False).pays(2, 1, 1, 0.0)
+    key = _formation_finish._law_key(4, 2, 2.0, 3, 1.0, 0.0, 20, TOL, finish.depths)
+    monkeypatch.setattr(_formation_finish, "_computed", {key})
+    assert finish.pays(2, 1, 1, 0.0)
+    assert not finish.pays(1, 1, 1, 0.0)  # 3+1: another law
+
+
+def test_a_short_run_computes_no_law(monkeypatch):
+    # 64 trajectories over 200 layers cannot pay for a law priced at 1e9 s: the run with the
+    # finish simulates every trajectory it does not absorb, as the run without it
+    monkeypatch.setitem(_formation_finish._measured, "law", 1e9)
+    monkeypatch.setattr(_formation_finish, "_computed", set())
+    sizes = dict(tokens=3, beta=4.0, d=3, weights=Hybrid(mu=1.0, eps=1.0), trajectories=64,
+                 layers=10, steps=200, tol=TOL)
+    key = jax.random.key(3)
+    formation = FormationFinish(tokens=3, beta=4.0, d=3, eps=1.0, mu=1.0, layers=10, tol=TOL,
+                                bound=1e-6)
+    codes, _, _ = absorbing_tokens(key, bound=1e-6, formation=formation, **sizes)
+    plain, _, _ = absorbing_tokens(key, bound=1e-6, **sizes)
+    assert not np.any(codes == FINISHED)
+    assert np.array_equal(codes, plain)
+    assert _formation_finish._computed == set()
+
+
 @pytest.mark.slow
-def test_simulate_counts_with_formations():
+def test_simulate_counts_with_formations(monkeypatch):
     # the counts of the finish: finished trajectories are not in outcomes/minority, their
-    # sums are; absorb = 0 finishes nothing and is the plain run
+    # sums are; absorb = 0 finishes nothing and is the plain run (64 trajectories cannot pay
+    # for a law: every certified group is finished here)
+    monkeypatch.setattr(FormationFinish, "pays", lambda self, *args: True)
     sizes = dict(tokens=3, beta=4.0, d=3, weights=Hybrid(mu=1.0, eps=1.0), trajectories=64,
                  layers=10, horizon=20.0, tol=TOL)
     key = jax.random.key(3)
@@ -213,7 +249,7 @@ def test_finish_agrees_with_full_simulation_large(weights, n, beta):
     full, _, _ = absorbing_tokens(key, bound=0.0, **sizes)
     mu, eps = weights.limit()
     formation = FormationFinish(tokens=n, beta=beta, d=3, eps=eps, mu=mu, layers=20, tol=TOL,
-                                bound=1e-6)
+                                bound=1e-6, thrift=False)
     cut, _, _ = absorbing_tokens(key, bound=1e-6, formation=formation, **sizes)
     done = cut == FINISHED
     assert done.sum() > 200

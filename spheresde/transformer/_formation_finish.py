@@ -60,6 +60,15 @@ The law is cached per formation, parameters and depth (:func:`formation_values`:
 functions of the outcomes on the grid, one backward iteration serving every remaining
 depth of a run), Richardson-extrapolated over two grids as the two-token law, and read at
 a start by cubic interpolation.
+
+**Only where it pays.** A law not yet computed costs seconds (:data:`LAW_SECONDS`, then the
+last one measured), which a short run cannot win back. A group of certified trajectories
+is finished when its law is already cached, or when simulating it to the horizon is
+predicted to cost more than computing the law: the trajectories times the layers left
+times the cost of a trajectory-layer measured over the run's last segment
+(:meth:`FormationFinish.status`'s ``step_seconds``). Otherwise they go on being simulated,
+which is what the run without the finish does: the estimate stays the same, only the
+saving is given up.
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 
 import numpy as np
 
@@ -86,6 +96,11 @@ BAND = 0.1
 _CELLS = 4096
 #: Grid spacing (in z) of the coarse level (the fine one halves it).
 SPACING = 0.16
+#: Seconds a formation law is predicted to cost before one has been measured (about 4 s on
+#: 2 CPU cores at T = 200, L = 20); afterwards the last measured cost is used.
+LAW_SECONDS = 4.0
+_measured = {"law": LAW_SECONDS}  # the last law's cost, seconds
+_computed: set = set()  # the keys of the laws computed in this process
 
 
 @functools.cache
@@ -243,15 +258,23 @@ def _read(centres, h, value, z):
     return np.einsum("ip,ipo->po", lag, value[rows])
 
 
+def _law_key(tokens, cluster, beta, d, eps, mu, layers, tol, depths) -> tuple:
+    return (int(tokens), min(int(cluster), int(tokens) - int(cluster)), float(beta), int(d),
+            float(eps), float(mu), int(layers), float(tol), depths)
+
+
 def formation_probabilities(z, *, tokens: int, cluster: int, beta: float, d: int, eps: float,
                             mu: float, layers: int, tol: float, depth: int,
                             depths: tuple[int, ...]) -> np.ndarray:
     """(single, antipodal, undecided) of the formation chain started at each ``z`` and run
     ``depth`` layers (one of ``depths``, the depths its cache serves), Richardson-extrapolated
     over the two grids and clipped to probabilities."""
-    key = (tokens, min(cluster, tokens - cluster), float(beta), int(d), float(eps), float(mu),
-           int(layers), float(tol), depths)
+    key = _law_key(tokens, cluster, beta, d, eps, mu, layers, tol, depths)
+    started = time.perf_counter()
     coarse, fine = formation_values(*key)
+    if key not in _computed:
+        _computed.add(key)
+        _measured["law"] = time.perf_counter() - started
     z = np.atleast_1d(np.asarray(z, float))
     two = (4 * _read(fine[0], fine[1], fine[2][depth], z)
            - _read(coarse[0], coarse[1], coarse[2][depth], z)) / 3
@@ -273,9 +296,10 @@ class FormationFinish:
     """
 
     def __init__(self, *, tokens: int, beta: float, d: int, eps: float, mu: float,
-                 layers: int, tol: float, bound: float):
+                 layers: int, tol: float, bound: float, thrift: bool = True):
         self.tokens, self.beta, self.d, self.eps, self.mu = tokens, beta, d, eps, mu
         self.layers, self.tol, self.bound = layers, tol, bound
+        self.thrift = thrift  # False: finish wherever certified, paid for or not
         self.steps, self.depths = 0, ()
         self.values = np.zeros((0, 3))
         self.minority = np.zeros(0, np.int64)
@@ -295,9 +319,20 @@ class FormationFinish:
         return tightness_exponents(own, self.tokens - own, float(self.beta), int(self.d),
                                    float(self.eps), float(self.mu), float(self.tol))
 
-    def status(self, x, lanes, codes: np.ndarray, done: int) -> np.ndarray:
+    def pays(self, own: int, count: int, left: int, step_seconds: float) -> bool:
+        """Whether finishing ``count`` trajectories of a cluster of ``own`` with ``left``
+        layers to go costs less than simulating them (module docstring)."""
+        key = _law_key(self.tokens, own, self.beta, self.d, self.eps, self.mu, self.layers,
+                       self.tol, self.depths)
+        return (not self.thrift or key in _computed
+                or count * left * step_seconds > _measured["law"])
+
+    def status(self, x, lanes, codes: np.ndarray, done: int,
+               step_seconds: float = math.inf) -> np.ndarray:
         """``codes`` with :data:`FINISHED` where a live trajectory of tokens ``x`` (trajectory
-        ids ``lanes``) is finished after ``done`` layers; records its probabilities."""
+        ids ``lanes``) is finished after ``done`` layers; records its probabilities.
+        ``step_seconds``: the measured cost of one trajectory-layer (:meth:`pays`; the
+        default finishes whenever the certificate allows)."""
         if self.bound <= 0 or done >= self.steps:
             return codes
         x = np.asarray(x, float)
@@ -328,7 +363,8 @@ class FormationFinish:
             good = chance <= self.bound
             found = good.any(axis=1)
             hit = rows[found]
-            if not hit.size:
+            if not hit.size or not self.pays(int(own), hit.size, self.steps - done,
+                                             step_seconds):
                 continue
             cross = ~same[hit] & pairs
             rho = np.sum(np.where(cross, 1 - u[hit], 0.0), axis=(-2, -1)) / cross.sum(

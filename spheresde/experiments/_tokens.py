@@ -100,7 +100,9 @@ class TokensSpec(AbstractFixedHorizonSpec):
             stderr=float(fractions.antipodal_se),
             minority_mean=float(by_size @ np.arange(by_size.size) / antipodal) if antipodal
             else float("nan"),
-            minority_counts=tuple(float(c) for c in by_size[1:]), trajectories=fractions.count,
+            # whole counts as integers (every count but where the finish adds probabilities)
+            minority_counts=tuple(int(c) if float(c).is_integer() else float(c)
+                                  for c in by_size[1:]), trajectories=fractions.count,
             finished=int(total.get("finished", 0)),
         )
 

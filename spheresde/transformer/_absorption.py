@@ -666,9 +666,6 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     threshold = jnp.asarray(_device_threshold(level, tokens, d, x0.dtype), x0.dtype)
     minority = np.zeros(trajectories, np.int64)
     layers_done = [0]  # formation finish: the layers behind the next status
-    # formation finish: when the last segment began, its lane-layers, and the cheapest
-    # lane-layer measured (not at the first check, whose segment may have compiled)
-    clock = [0.0, 0, math.inf, 0]
     if formation is not None and segment is None:
         segment = 512
     if segment is not None:
@@ -679,8 +676,6 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
     def advance(state, start, count, **lanes):
         x, lane_keys, order = state
         layers_done[0] = start + count  # formation finish
-        clock[:2] = time.perf_counter(), count * lanes.get("blocks", 1) * (
-            lanes.get("block") or x.shape[0])
         return (_advance_tokens(x, lane_keys, start, count, *scalars, noisy=noisy, **lanes),
                 lane_keys, order)
 
@@ -691,11 +686,7 @@ def absorbing_tokens(key, *, tokens: int, beta: float, d: int, weights, trajecto
         # formation finish: only live lanes are candidates (the others hold absorbed,
         # finished or padding copies of trajectories)
         codes = np.where(live, np.asarray(codes), SINGLE)
-        clock[3] += 1
-        if clock[3] > 1:
-            clock[2] = min(clock[2], (time.perf_counter() - clock[0]) / max(clock[1], 1))
-        return formation.status(state[0], state[2], codes, layers_done[0],
-                                clock[2] if clock[3] > 1 else 0.0)
+        return formation.status(state[0], state[2], codes, layers_done[0])
 
     def finish(state, live):
         x, _, order = state

@@ -61,14 +61,15 @@ functions of the outcomes on the grid, one backward iteration serving every rema
 depth of a run), Richardson-extrapolated over two grids as the two-token law, and read at
 a start by cubic interpolation.
 
-**Only where it pays.** A law not yet computed costs seconds (:data:`LAW_SECONDS`, then the
-last one measured), which a short run cannot win back. A group of certified trajectories
-is finished when its law is already cached, or when simulating it to the horizon is
-predicted to cost more than computing the law: the trajectories times the layers left
-times the cost of a trajectory-layer measured over the run's last segment
-(:meth:`FormationFinish.status`'s ``step_seconds``). Otherwise they go on being simulated,
-which is what the run without the finish does: the estimate stays the same, only the
-saving is given up.
+**Only where it pays.** A formation law costs seconds (about 4 s on 2 CPU cores at
+:math:`T = 200`, :math:`L = 20`), which a short run cannot win back. A group of certified
+trajectories (one cluster size, at one segment boundary) is finished when simulating it to
+the horizon is at least :data:`LAW_WORK` trajectory-layers, about what the law costs
+(0.4 microseconds a trajectory-layer for three or four tokens in :math:`d = 3` on those
+cores); otherwise it goes on being simulated, as without the finish: the same estimate,
+the saving given up. The rule counts work, not seconds, so that which trajectories are
+finished (and so every number of a run) depends on the seed and the sizes only, never on
+the machine, its load or which process ran the chunk.
 """
 
 from __future__ import annotations
@@ -76,7 +77,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import time
 
 import numpy as np
 
@@ -96,11 +96,9 @@ BAND = 0.1
 _CELLS = 4096
 #: Grid spacing (in z) of the coarse level (the fine one halves it).
 SPACING = 0.16
-#: Seconds a formation law is predicted to cost before one has been measured (about 4 s on
-#: 2 CPU cores at T = 200, L = 20); afterwards the last measured cost is used.
-LAW_SECONDS = 4.0
-_measured = {"law": LAW_SECONDS}  # the last law's cost, seconds
-_computed: set = set()  # the keys of the laws computed in this process
+#: Trajectory-layers a group of certified trajectories must have left for its formation law
+#: to be computed (module docstring: about a law's cost in simulation).
+LAW_WORK = 10**7
 
 
 @functools.cache
@@ -258,23 +256,15 @@ def _read(centres, h, value, z):
     return np.einsum("ip,ipo->po", lag, value[rows])
 
 
-def _law_key(tokens, cluster, beta, d, eps, mu, layers, tol, depths) -> tuple:
-    return (int(tokens), min(int(cluster), int(tokens) - int(cluster)), float(beta), int(d),
-            float(eps), float(mu), int(layers), float(tol), depths)
-
-
 def formation_probabilities(z, *, tokens: int, cluster: int, beta: float, d: int, eps: float,
                             mu: float, layers: int, tol: float, depth: int,
                             depths: tuple[int, ...]) -> np.ndarray:
     """(single, antipodal, undecided) of the formation chain started at each ``z`` and run
     ``depth`` layers (one of ``depths``, the depths its cache serves), Richardson-extrapolated
     over the two grids and clipped to probabilities."""
-    key = _law_key(tokens, cluster, beta, d, eps, mu, layers, tol, depths)
-    started = time.perf_counter()
+    key = (tokens, min(cluster, tokens - cluster), float(beta), int(d), float(eps), float(mu),
+           int(layers), float(tol), depths)
     coarse, fine = formation_values(*key)
-    if key not in _computed:
-        _computed.add(key)
-        _measured["law"] = time.perf_counter() - started
     z = np.atleast_1d(np.asarray(z, float))
     two = (4 * _read(fine[0], fine[1], fine[2][depth], z)
            - _read(coarse[0], coarse[1], coarse[2][depth], z)) / 3
@@ -299,7 +289,7 @@ class FormationFinish:
                  layers: int, tol: float, bound: float, thrift: bool = True):
         self.tokens, self.beta, self.d, self.eps, self.mu = tokens, beta, d, eps, mu
         self.layers, self.tol, self.bound = layers, tol, bound
-        self.thrift = thrift  # False: finish wherever certified, paid for or not
+        self.thrift = thrift  # False: finish wherever certified, paid for or not (tests)
         self.steps, self.depths = 0, ()
         self.values = np.zeros((0, 3))
         self.minority = np.zeros(0, np.int64)
@@ -319,20 +309,14 @@ class FormationFinish:
         return tightness_exponents(own, self.tokens - own, float(self.beta), int(self.d),
                                    float(self.eps), float(self.mu), float(self.tol))
 
-    def pays(self, own: int, count: int, left: int, step_seconds: float) -> bool:
-        """Whether finishing ``count`` trajectories of a cluster of ``own`` with ``left``
-        layers to go costs less than simulating them (module docstring)."""
-        key = _law_key(self.tokens, own, self.beta, self.d, self.eps, self.mu, self.layers,
-                       self.tol, self.depths)
-        return (not self.thrift or key in _computed
-                or count * left * step_seconds > _measured["law"])
+    def pays(self, count: int, left: int) -> bool:
+        """Whether ``count`` trajectories with ``left`` layers to go are worth a formation
+        law (module docstring): always without :attr:`thrift`."""
+        return not self.thrift or count * left >= LAW_WORK
 
-    def status(self, x, lanes, codes: np.ndarray, done: int,
-               step_seconds: float = math.inf) -> np.ndarray:
+    def status(self, x, lanes, codes: np.ndarray, done: int) -> np.ndarray:
         """``codes`` with :data:`FINISHED` where a live trajectory of tokens ``x`` (trajectory
-        ids ``lanes``) is finished after ``done`` layers; records its probabilities.
-        ``step_seconds``: the measured cost of one trajectory-layer (:meth:`pays`; the
-        default finishes whenever the certificate allows)."""
+        ids ``lanes``) is finished after ``done`` layers; records its probabilities."""
         if self.bound <= 0 or done >= self.steps:
             return codes
         x = np.asarray(x, float)
@@ -363,8 +347,7 @@ class FormationFinish:
             good = chance <= self.bound
             found = good.any(axis=1)
             hit = rows[found]
-            if not hit.size or not self.pays(int(own), hit.size, self.steps - done,
-                                             step_seconds):
+            if not hit.size or not self.pays(hit.size, self.steps - done):
                 continue
             cross = ~same[hit] & pairs
             rho = np.sum(np.where(cross, 1 - u[hit], 0.0), axis=(-2, -1)) / cross.sum(

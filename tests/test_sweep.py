@@ -237,19 +237,25 @@ def test_chunk_order_and_executor_do_not_change_the_csv(tmp_path):
             == (tmp_path / "reversed" / "toy.csv").read_text())
 
 
-def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
-    chunked(tmp_path / "whole", grid())
-    calls = []
+def dies_at(n: int, calls: list):
+    """A chunk function that computes :func:`chunk_counts`, appends ``(a, b, k)`` to
+    ``calls`` and is interrupted (Ctrl-C) at its ``n``-th call."""
 
-    def dies_at_fifth(point, k):
+    def chunk(point, k):
         calls.append((point["a"], point["b"], k))
-        if len(calls) == 5:
+        if len(calls) == n:
             raise KeyboardInterrupt
         return chunk_counts(point, k)
 
+    return chunk
+
+
+def test_killed_sweep_keeps_its_finished_chunks(tmp_path):
+    chunked(tmp_path / "whole", grid())
+    calls = []
     store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
     with pytest.raises(KeyboardInterrupt):
-        compute_chunks(store, grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
+        compute_chunks(store, grid(), lambda p: 3, dies_at(5, calls), finish, quiet=True)
     assert len(read(tmp_path / "cut" / "toy.csv")) == 1  # one point of 3 chunks done
     assert stored_chunks(tmp_path / "cut") == {("1|1.5", 0): chunk_counts({"a": 1, "b": 1.5}, 0)}
 
@@ -407,16 +413,9 @@ def test_an_interrupted_grouped_sweep_resumes_without_recomputing_finished_point
     # task's finished chunk is not (a task is one transaction)
     whole = chunked(tmp_path / "whole", grid())
     calls = []
-
-    def dies_at_tenth(point, k):
-        calls.append((point["a"], point["b"], k))
-        if len(calls) == 10:
-            raise KeyboardInterrupt
-        return chunk_counts(point, k)
-
     store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
     with pytest.raises(KeyboardInterrupt):
-        compute_chunks(store, grid(), lambda p: 3, dies_at_tenth, finish, quiet=True,
+        compute_chunks(store, grid(), lambda p: 3, dies_at(10, calls), finish, quiet=True,
                        group=in_groups_of(4))
     assert len(read(tmp_path / "cut" / "toy.csv")) == 2
     assert set(stored_chunks(tmp_path / "cut")) == {("2|0.5", 0), ("2|0.5", 1)}
@@ -449,7 +448,7 @@ def test_a_store_of_one_chunk_a_task_resumes_in_groups(tmp_path):
 
     store = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
     with pytest.raises(KeyboardInterrupt):
-        compute_chunks(store, grid(), lambda p: 3, dies_at_fifth, finish, quiet=True)
+        compute_chunks(store, grid(), lambda p: 3, dies_at(5, calls), finish, quiet=True)
     calls.clear()
     again = sweep(tmp_path / "cut", {"seed": 7, "as": [1, 2, 3]}, grid=("as",), chunk_size=10)
     rows = compute_chunks(again, grid(), lambda p: 3,

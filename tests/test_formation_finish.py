@@ -138,6 +138,19 @@ def _paired(full, cut, formation):
     return values - np.stack([full == c for c in range(3)], axis=1)
 
 
+def _with_and_without(key, weights, **sizes):
+    """The full network (bound 0) and the run finishing wherever certified (bound 1e-6),
+    from one key: their codes and work, and the finish."""
+    full, _, full_work = absorbing_tokens(key, bound=0.0, weights=weights, **sizes)
+    mu, eps = weights.limit()
+    formation = FormationFinish(tokens=sizes["tokens"], beta=sizes["beta"], d=sizes["d"],
+                                eps=eps, mu=mu, layers=sizes["layers"], tol=sizes["tol"],
+                                bound=1e-6, thrift=False)
+    cut, _, cut_work = absorbing_tokens(key, bound=1e-6, formation=formation,
+                                        weights=weights, **sizes)
+    return full, full_work, cut, cut_work, formation
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("weights", "n", "beta"), [(PureNoise(1.0), 4, 2.0),
                                                     (Hybrid(mu=1.0, eps=1.0), 3, 4.0)])
@@ -151,14 +164,9 @@ def test_finish_agrees_with_full_simulation(weights, n, beta):
     (mu = 1, eps = 1) three tokens (2+1). Measured: 191 and 236 of 400 finished; the
     largest mean difference 2.1 standard errors (P(single), four tokens; 0.8 with 2000
     trajectories and another seed), standard errors 0.004 to 0.012."""
-    sizes = dict(tokens=n, beta=beta, d=3, weights=weights, trajectories=400, layers=10,
-                 steps=300, tol=TOL)
-    key = jax.random.key(1)
-    full, _, full_work = absorbing_tokens(key, bound=0.0, **sizes)
-    mu, eps = weights.limit()
-    formation = FormationFinish(tokens=n, beta=beta, d=3, eps=eps, mu=mu, layers=10, tol=TOL,
-                                bound=1e-6, thrift=False)
-    cut, _, cut_work = absorbing_tokens(key, bound=1e-6, formation=formation, **sizes)
+    sizes = dict(tokens=n, beta=beta, d=3, trajectories=400, layers=10, steps=300, tol=TOL)
+    full, full_work, cut, cut_work, formation = _with_and_without(jax.random.key(1), weights,
+                                                                  **sizes)
     done = cut == FINISHED
     assert done.sum() > 100
     assert cut_work < 0.6 * full_work
@@ -246,14 +254,9 @@ def test_finish_agrees_with_full_simulation_large(weights, n, beta):
     3 standard errors (measured: within 1.1, standard errors 0.002 to 0.006)."""
     import jax.numpy as jnp
 
-    sizes = dict(tokens=n, beta=beta, d=3, weights=weights, trajectories=2000, layers=20,
-                 steps=1000, tol=TOL, dtype=jnp.float32)
-    key = jax.random.key(5)
-    full, _, _ = absorbing_tokens(key, bound=0.0, **sizes)
-    mu, eps = weights.limit()
-    formation = FormationFinish(tokens=n, beta=beta, d=3, eps=eps, mu=mu, layers=20, tol=TOL,
-                                bound=1e-6, thrift=False)
-    cut, _, _ = absorbing_tokens(key, bound=1e-6, formation=formation, **sizes)
+    sizes = dict(tokens=n, beta=beta, d=3, trajectories=2000, layers=20, steps=1000, tol=TOL,
+                 dtype=jnp.float32)
+    full, _, cut, _, formation = _with_and_without(jax.random.key(5), weights, **sizes)
     done = cut == FINISHED
     assert done.sum() > 200
     assert np.all(np.bincount(formation.minority[done], minlength=3)[1:] > 100)

@@ -339,3 +339,16 @@ def test_constant_weights_absorb_with_certainty(dtype, n):
     if n > 2:
         old, _ = _token_outcomes("discrete", key, tokens=n, **sizes)
         np.testing.assert_array_equal(old, cut)
+
+
+def test_small_batches_are_cut_into_several_blocks():
+    # A chunk of a few hundred trajectories in one block runs every lane to the horizon
+    # for its last live one; it is cut into 8 blocks of at least 32 lanes, while a large
+    # batch keeps blocks of at most 256 lanes (on a CPU, where these tests run).
+    if jax.default_backend() != "cpu":
+        pytest.skip("lane blocks are a CPU rule")
+    for lanes, expected in [(240, 30), (256, 32), (64, 32), (1000, 125), (10_000, 250)]:
+        block = _absorption._lane_block(lanes)
+        assert block == expected, (lanes, block)
+        assert -(-lanes // block) * block - lanes < -(-lanes // block)  # padding < 1 a block
+    assert _absorption._lane_block(10) == 10  # fewer lanes than a minimum block: one block

@@ -178,6 +178,7 @@ def test_simulate_counts_absorbs_three_tokens():
     assert full["minority"] == cut["minority"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 def test_absorption_changes_at_most_a_handful_of_codes(monkeypatch, dtype):
     # 1024 trajectories in 8 blocks of 128 lanes (compacted as they are absorbed), matched

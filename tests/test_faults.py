@@ -797,6 +797,7 @@ def test_ctrl_c_while_starting_is_one_line_exit_130(monkeypatch, capsys):
                    "re-run the same command to resume")
 
 
+@pytest.mark.slow
 def test_ctrl_c_inside_a_garbage_collection_callback_is_not_lost():
     # Python runs its SIGINT handler inside gc callbacks too (JAX has one), and prints
     # and ignores what they raise: the command's unraisable hook delivers the signal again

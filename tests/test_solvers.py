@@ -140,6 +140,7 @@ def test_unstacked_solve_batch_matches_solve_and_vmap():
     assert not np.allclose(batch[0], batch[1])  # different paths differ
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("convention", "solver"),
     [("ito", spheresde.GeodesicEuler()), ("ito", spheresde.Retracted(diffrax.Euler())),
@@ -222,6 +223,7 @@ def test_stacked_needs_a_plain_saveat():
     assert sol.ys.shape == (4, 1)
 
 
+@pytest.mark.slow
 def test_virtual_brownian_is_a_reusable_path():
     sde = brownian_motion_sde(3, "stratonovich")
     y0 = jnp.array([1.0, 0.0, 0.0])

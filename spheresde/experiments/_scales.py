@@ -63,7 +63,7 @@ PAPER = _with_constant_weights({
                          trajectories=4000, layers=100, horizon=500.0),
     # Figure 2 at L = 16 and the depth study: on CIFAR-10 (--data-dir) or Fashion-MNIST
     # when at hand, else the digits (_reproduce.training_data)
-    "train": TrainSpec(layers=(16, 4, 8, 32, 64)),
+    "train": TrainSpec(layers=(16, 4, 8, 32, 64), epochs=30),
 })
 
 SMOKE = _with_constant_weights({

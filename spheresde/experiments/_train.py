@@ -111,7 +111,7 @@ class TrainSpec(AbstractPointSpec):
                         "10,000 test images)", check=at_least(0), metavar="N")
     seeds: int = param(5, "training runs per initialization (seeds seed, seed+1, ...)",
                        check=greater_than(0))
-    epochs: int = param(30, "passes over the training set", check=greater_than(0))
+    epochs: int = param(15, "passes over the training set", check=greater_than(0))
     layers: tuple[int, ...] = param(
         (16,), "depths L: layers of the network, residual step 1/sqrt(L); a list 4,8,16,32,64 "
         "trains every initialization and seed at each depth and draws NAME_depth.png",

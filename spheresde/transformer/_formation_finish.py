@@ -213,7 +213,7 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
     in ``depths`` (one backward iteration of the one-layer operator). ``cluster`` and
     ``tokens - cluster`` give the same law (the formation's two sides swapped)."""
     from ._weights import Hybrid
-    from .two_token._chain_law import FAR, grid, operator
+    from .two_token._chain_law import FAR, grid, iterate, operator
 
     drift_step, noise_step = Hybrid(mu=mu, eps=eps).layer_steps(layers)
     atoms = formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes)
@@ -232,8 +232,7 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
                              (FAR + 2 - z_star, FAR + 2 - z_star), far)
         step = operator(centres, h, atoms)
         value = np.stack([centres > z_star, centres < -z_star], axis=1).astype(float)
-        for _ in range(order[0]):
-            value = step @ value
+        value = iterate(step, order[0], value)
         out = {order[0]: value}
         powers = {}  # the depths of a run are a segment apart: one dense power serves all
         for before, depth in itertools.pairwise(order):

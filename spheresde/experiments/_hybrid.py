@@ -66,12 +66,6 @@ class HybridSpec(AbstractScaledHorizonSpec):
     """
 
     command: ClassVar[str] = "hybrid"
-    # The formation finish is off in the sweeps: at the paper's sizes it moved hybrid's
-    # (Figure 4) antipodal fraction by +3 to +7 points (beta = 5, eps = 2.5, n = 3,
-    # L = 100, 50,000 layers, matched seeds: 0.642 finished against 0.569 simulated, s.e.
-    # 0.008), a bias the short-depth agreement tests did not see (docs: scaling, "A bias
-    # at the paper's depth").
-    formations: ClassVar[bool] = False
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
     rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, depth_in_range,

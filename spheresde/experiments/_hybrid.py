@@ -66,6 +66,7 @@ class HybridSpec(AbstractScaledHorizonSpec):
     """
 
     command: ClassVar[str] = "hybrid"
+    formations: ClassVar[bool] = True
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "Figure 4: dominant outcome of the hybrid dynamics"
     rules: ClassVar[tuple] = (_two_tokens_only, cap_above_horizon, depth_in_range,

@@ -136,11 +136,9 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
     absorbing: ClassVar[str | None] = "absorb"
     #: Whether chunks finish tight two-cluster trajectories by the formation's law
     #: (``simulate_counts(formations=True)``; the rows then read the counts with
-    #: :func:`~._simulate.fractions_of_counts`). No sweep does now: at the paper's sizes
-    #: the finish moved ``hybrid``'s (Figure 4) antipodal fraction by +3 to +7 points
-    #: (beta = 5, eps = 2.5, n = 3, L = 100, 50,000 layers, matched seeds: 0.642 finished
-    #: against 0.569 simulated, s.e. 0.008), a bias the short-depth agreement tests did
-    #: not see (docs: scaling, "A bias at the paper's depth").
+    #: :func:`~._simulate.fractions_of_counts`): the sweeps of more than two tokens under
+    #: noise (``tokens``, ``hybrid``), where a formation's law at the remaining depth costs
+    #: less than simulating its trajectories (docs: scaling, "Two tight clusters").
     formations: ClassVar[bool] = False
     law_only: ClassVar[Mapping[str, str]] = {}
 

@@ -49,6 +49,7 @@ class TokensSpec(AbstractFixedHorizonSpec):
     """
 
     command: ClassVar[str] = "tokens"
+    formations: ClassVar[bool] = True
     streams: ClassVar = {"method": {"discrete": NETWORK_STREAMS}}
     summary: ClassVar[str] = "antipodal formations of n > 2 tokens"
     rules: ClassVar[tuple] = (depth_in_range, layer_rule)

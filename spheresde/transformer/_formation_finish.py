@@ -56,6 +56,18 @@ for each :math:`z`) give :math:`z'` exactly, from
 :math:`(p, q)`, the coordinates of :math:`Y_y` along and across :math:`Y_x`. For
 :math:`n = 2, k = 1` it is the two-token kernel (a test compares the laws).
 
+**Near** :math:`\rho = -1`. A balanced formation (:math:`2k = n`) has the antipodal point
+as an equilibrium, and its kernel converges there as the two-token one does, so it is
+taken at :math:`z = -` ``FAR`` below that. An unbalanced one does not: the attention's
+imbalance pushes it back from :math:`\rho = -1` at a rate growing like :math:`e^{-2z}`
+(the limit is a squared Bessel process there, :mod:`proofs_check.formation`), so the
+chain hovers near :math:`1 + \rho \approx 10^{-8}` at :math:`\beta = 5` and keeps crossing
+to the single cluster, about one trajectory in ten over the paper's 50,000 layers at
+:math:`\beta = 5, \varepsilon = 2.5`. Its kernel is therefore taken at every grid node
+down to :func:`repelled_edge`, where the grid ends; frozen at ``-FAR`` it let the
+formation slide to :math:`-\infty` and finished those trajectories as antipodal (a test at
+the paper's depth compares with full simulation).
+
 The law is cached per formation, parameters and depth (:func:`formation_values`: the value
 functions of the outcomes on the grid, one backward iteration serving every remaining
 depth of a run), Richardson-extrapolated over two grids as the two-token law, and read at
@@ -82,7 +94,7 @@ import numpy as np
 
 from ._absorption import LIVE
 from ._rho import outcome_threshold
-from .two_token._chain_law import NODES
+from .two_token._chain_law import FAR, NODES
 
 #: Outcome code of a trajectory finished by the formation law (never a class).
 FINISHED = 3
@@ -205,6 +217,26 @@ def formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes=NODE
     return atoms
 
 
+def repelled_edge(atoms, start: float = -FAR, step: float = 0.5,
+                  limit: float = -60.0) -> float:
+    r"""A z below which the unbalanced formation's chain (``atoms``, :func:`formation_atoms`)
+    is pushed straight back: one below the first z (from ``start`` down by ``step``) whose
+    mean step up is at least three standard deviations of the step. Near :math:`\rho = -1`
+    the attention's imbalance pushes such a formation away from the antipodal point at a
+    rate that grows like :math:`e^{-2z}`, so the chain never drifts below it for long, and
+    its law is computed with the kernel at every node down to there (not with the kernel
+    frozen at ``-FAR``, which would let the formation slide to :math:`-\infty`)."""
+    z = start
+    while z > limit:
+        positions, weights = atoms(z)
+        mean = float(weights @ (positions - z))
+        sd = math.sqrt(float(weights @ (positions - z - mean) ** 2))
+        if mean >= 3 * sd:
+            return z - 1.0
+        z -= step
+    raise ValueError(f"the formation's chain is not pushed back from rho = -1 above z = {limit}")
+
+
 @functools.cache
 def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float, mu: float,
                      layers: int, tol: float, depths: tuple[int, ...], nodes=NODES):
@@ -213,7 +245,7 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
     in ``depths`` (one backward iteration of the one-layer operator). ``cluster`` and
     ``tokens - cluster`` give the same law (the formation's two sides swapped)."""
     from ._weights import Hybrid
-    from .two_token._chain_law import FAR, grid, iterate, operator
+    from .two_token._chain_law import grid, iterate, operator
 
     drift_step, noise_step = Hybrid(mu=mu, eps=eps).layer_steps(layers)
     atoms = formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes)
@@ -224,13 +256,19 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
         z, w = atoms(side)
         mean = float(w @ (z - side))
         far.append((mean * layers, float(w @ (z - side - mean) ** 2) * layers))
+    beyond = [FAR + 2 - z_star, FAR + 2 - z_star]
+    clamp = (FAR, FAR)
+    if 2 * cluster != tokens:
+        # unbalanced: rho = -1 repels (repelled_edge), the kernel is taken at every node
+        # down to the edge, and nothing drifts off to the left
+        far[0], clamp = None, (math.inf, FAR)
+        beyond[0] = max(beyond[0], -repelled_edge(atoms) - z_star)
     levels = []
     horizon = max(depths) / layers
     order = sorted(depths)
     for spacing in (SPACING, SPACING / 2):
-        _, centres, h = grid(beta, d, eps, mu, tol, horizon, spacing,
-                             (FAR + 2 - z_star, FAR + 2 - z_star), far)
-        step = operator(centres, h, atoms)
+        _, centres, h = grid(beta, d, eps, mu, tol, horizon, spacing, tuple(beyond), far)
+        step = operator(centres, h, atoms, clamp)
         value = np.stack([centres > z_star, centres < -z_star], axis=1).astype(float)
         value = iterate(step, order[0], value)
         out = {order[0]: value}

@@ -53,12 +53,13 @@ its four nearest nodes with the cubic Lagrange weights (the forward form of cubi
 interpolation of the value function: the first four moments of every atom are kept, so
 the grid adds no diffusion of order :math:`h^2` per step, as binning would). Beyond
 :math:`|z| =` ``FAR`` the kernel is taken at :math:`\pm` ``FAR`` (it converges like
-:math:`e^{-2|z|}`); beyond the far extent of :mod:`._extent` (a return there has
-probability below
-:math:`10^{-9}`) the end nodes keep what reaches them. The one-layer operator is a
-sparse matrix, applied :math:`\operatorname{round}(TL)` times
-(:func:`spheresde.transformer._network.network_depth`) to the exact cell masses of the uniform
-start; an outcome's probability is the mass beyond its threshold. The grid error is
+:math:`e^{-2|z|}`; :func:`operator` takes it at every node of a side where a chain's does
+not, an unbalanced formation's near :math:`\rho = -1`); beyond the far extent of
+:mod:`._extent` (a return there has probability below :math:`10^{-9}`) the end nodes
+keep what reaches them. The one-layer operator is a sparse matrix, applied
+:math:`\operatorname{round}(TL)` times (:func:`spheresde.transformer._network.network_depth`)
+to the exact cell masses of the uniform start; an outcome's probability is the mass
+beyond its threshold. The grid error is
 :math:`O(h^2)` (measured: the differences of three nested grids shrink by 4); the result is
 the Richardson extrapolation :math:`(4p_{h/2} - p_h)/3` and :math:`|p_{h/2} - p_h|/3` its
 error estimate. The quadrature error is not in that estimate; it is largest at small
@@ -191,12 +192,14 @@ def reduced_atoms(beta, d, e, mu, layers):
     return atoms
 
 
-def operator(centres, h, atoms):
+def operator(centres, h, atoms, far=(FAR, FAR)):
     """The one-step transition matrix on the grid (sparse, rows: from) of the chain whose
-    step from ``z`` is ``atoms(z) = (positions, weights)``."""
+    step from ``z`` is ``atoms(z) = (positions, weights)``, taken at ``-far[0]`` below it
+    and at ``far[1]`` above it (``inf``: at every node on that side)."""
     n = centres.size
-    inner = np.flatnonzero(np.abs(centres) <= FAR)
-    classes = np.concatenate([[-FAR], centres[inner], [FAR]])
+    inner = np.flatnonzero((centres >= -far[0]) & (centres <= far[1]))
+    classes = np.concatenate([[max(-far[0], centres[0])], centres[inner],
+                              [min(far[1], centres[-1])]])
     stencils, lo = [], []
     for z in classes:
         positions, weights = atoms(z)
@@ -211,7 +214,7 @@ def operator(centres, h, atoms):
     table = np.zeros((classes.size, width))
     for r, s in enumerate(stencils):
         table[r, :s.size] = s
-    row_class = np.where(centres < -FAR, 0, np.where(centres > FAR, classes.size - 1,
+    row_class = np.where(centres < -far[0], 0, np.where(centres > far[1], classes.size - 1,
                                                      np.searchsorted(inner, np.arange(n)) + 1))
     rows = np.repeat(np.arange(n), width)
     cols = np.clip((np.arange(n) + np.asarray(lo)[row_class])[:, None] + np.arange(width),
@@ -224,8 +227,9 @@ def grid(beta, d, e, mu, tol, horizon, spacing, beyond=(0.0, 0.0), far=None):
     r"""The uniform z grid of one level: its faces, cell centres and spacing ``h`` (faces
     on the thresholds :math:`\pm z_*`), reaching beyond each threshold by the far extent
     over ``horizon`` of a z-SDE with the drift and squared diffusion ``far`` (left, right:
-    two pairs; default the two-token z-SDE's at :math:`z = \pm 20`), by 5, and by
-    ``beyond`` (left, right), whichever is most."""
+    two pairs; default the two-token z-SDE's at :math:`z = \pm 20`; ``None`` for a side
+    whose chain cannot drift away there), by 5, and by ``beyond`` (left, right), whichever
+    is most."""
     if far is None:
         coefficients = rc()
         args = (beta, d, e, mu)
@@ -236,8 +240,9 @@ def grid(beta, d, e, mu, tol, horizon, spacing, beyond=(0.0, 0.0), far=None):
     cells = max(2, int(np.ceil(z_star / spacing)))
     h = z_star / cells
     extents = []
-    for side, (c, v2) in zip((-1.0, 1.0), far, strict=True):
-        extents.append(max(far_extent(c, v2, horizon), 5.0, beyond[side > 0]))
+    for side, moments in zip((-1.0, 1.0), far, strict=True):
+        drifting = 0.0 if moments is None else far_extent(*moments, horizon)
+        extents.append(max(drifting, 5.0, beyond[side > 0]))
     left = int(np.ceil(extents[0] / h)) + cells
     right = int(np.ceil(extents[1] / h)) + cells
     faces = h * np.arange(-left, right + 1)

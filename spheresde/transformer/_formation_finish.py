@@ -217,6 +217,13 @@ def formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes=NODE
     return atoms
 
 
+def _step_moments(atoms, z: float) -> tuple[float, float]:
+    """Mean and variance of one layer's step of the chain ``atoms`` from ``z``."""
+    positions, weights = atoms(z)
+    mean = float(weights @ (positions - z))
+    return mean, float(weights @ (positions - z - mean) ** 2)
+
+
 def repelled_edge(atoms, start: float = -FAR, step: float = 0.5,
                   limit: float = -60.0) -> float:
     r"""A z below which the unbalanced formation's chain (``atoms``, :func:`formation_atoms`)
@@ -228,10 +235,8 @@ def repelled_edge(atoms, start: float = -FAR, step: float = 0.5,
     frozen at ``-FAR``, which would let the formation slide to :math:`-\infty`)."""
     z = start
     while z > limit:
-        positions, weights = atoms(z)
-        mean = float(weights @ (positions - z))
-        sd = math.sqrt(float(weights @ (positions - z - mean) ** 2))
-        if mean >= 3 * sd:
+        mean, variance = _step_moments(atoms, z)
+        if mean >= 3 * math.sqrt(variance):
             return z - 1.0
         z -= step
     raise ValueError(f"the formation's chain is not pushed back from rho = -1 above z = {limit}")
@@ -251,11 +256,7 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
     atoms = formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes)
     z_star = outcome_threshold(tol)
     # the chain's own drift and variance per unit depth far out, for the grid's extent
-    far = []
-    for side in (-FAR, FAR):
-        z, w = atoms(side)
-        mean = float(w @ (z - side))
-        far.append((mean * layers, float(w @ (z - side - mean) ** 2) * layers))
+    far = [tuple(m * layers for m in _step_moments(atoms, side)) for side in (-FAR, FAR)]
     beyond = [FAR + 2 - z_star, FAR + 2 - z_star]
     clamp = (FAR, FAR)
     if 2 * cluster != tokens:

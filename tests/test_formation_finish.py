@@ -181,14 +181,36 @@ def test_finish_agrees_with_full_simulation(weights, n, beta):
 
 
 def test_a_law_is_computed_only_where_it_pays():
-    # a group is finished when it has at least LAW_WORK trajectory-layers left: work, not
-    # seconds, so the same seed finishes the same trajectories on any machine
+    # a formation's law is bought when a group has LAW_WORK trajectory-layers left, and from
+    # then on every group of that formation (either side as the first token's) is finished;
+    # work, not seconds, so the same seed finishes the same trajectories on any machine
     finish = FormationFinish(tokens=4, beta=2.0, d=3, eps=1.0, mu=0.0, layers=20, tol=TOL,
                              bound=1e-6)
-    assert not finish.pays(100, _formation_finish.LAW_WORK // 100 - 1)
-    assert finish.pays(100, _formation_finish.LAW_WORK // 100)
+    finish.begin(trajectories=100, steps=10**6, segment=1000)
+    work = _formation_finish.LAW_WORK
+    assert not finish.pays(1, 100, work // 100 - 1)
+    assert finish.pays(1, 100, work // 100)
+    assert finish.pays(1, 1, 1)
+    assert finish.pays(3, 1, 1)  # 1 + 3 and 3 + 1: one formation
+    assert not finish.pays(2, 1, 1)  # 2 + 2 is another, not bought
     assert FormationFinish(tokens=4, beta=2.0, d=3, eps=1.0, mu=0.0, layers=20, tol=TOL,
-                           bound=1e-6, thrift=False).pays(1, 1)
+                           bound=1e-6, thrift=False).pays(2, 1, 1)
+
+
+def test_the_rent_of_certified_trajectories_buys_the_law():
+    # groups too small to pay alone: each not finished adds its next segment (count x
+    # segment layers) to the rent, and the group after the rent reaches LAW_WORK is finished
+    finish = FormationFinish(tokens=3, beta=4.0, d=3, eps=1.0, mu=1.0, layers=20, tol=TOL,
+                             bound=1e-6)
+    segment, count = 1000, 100
+    finish.begin(trajectories=count, steps=10**6, segment=segment)
+    needed = -(-_formation_finish.LAW_WORK // (count * segment))  # calls until paid for
+    left = _formation_finish.LAW_WORK // count - 1  # each group alone just short of paying
+    answers = [finish.pays(1, count, left) for _ in range(needed + 1)]
+    assert answers == [False] * needed + [True]
+    # a new run starts with no rent and nothing bought
+    finish.begin(trajectories=count, steps=10**6, segment=segment)
+    assert not finish.pays(2, count, left)
 
 
 @pytest.mark.slow

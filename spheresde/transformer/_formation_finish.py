@@ -74,14 +74,18 @@ depth of a run), Richardson-extrapolated over two grids as the two-token law, an
 a start by cubic interpolation.
 
 **Only where it pays.** A formation law costs seconds (about 4 s on 2 CPU cores at
-:math:`T = 200`, :math:`L = 20`), which a short run cannot win back. A group of certified
-trajectories (one cluster size, at one segment boundary) is finished when simulating it to
-the horizon is at least :data:`LAW_WORK` trajectory-layers, about what the law costs
-(0.4 microseconds a trajectory-layer for three or four tokens in :math:`d = 3` on those
-cores); otherwise it goes on being simulated, as without the finish: the same estimate,
-the saving given up. The rule counts work, not seconds, so that which trajectories are
-finished (and so every number of a run) depends on the seed and the sizes only, never on
-the machine, its load or which process ran the chunk.
+:math:`T = 200`, :math:`L = 20`), which a short run cannot win back. So a run buys the law
+of a formation (one cluster size) only once it pays, as in the ski-rental problem: when the
+certified trajectories of that formation at a segment boundary have at least
+:data:`LAW_WORK` trajectory-layers left (about what the law costs: 0.4 microseconds a
+trajectory-layer for three or four tokens in :math:`d = 3` on those cores), or when the
+layers simulated so far for trajectories that were certified but not finished (the rent)
+reach it. Until then certified trajectories go on being simulated, as without the finish:
+the same estimate, the saving given up; from then on every certified trajectory of that
+formation is finished, its law already computed. A run so spends at most about twice
+what the better of the two choices would have cost it. The rule counts work, not seconds,
+so that which trajectories are finished (and so every number of a run) depends on the
+seed and the sizes only, never on the machine, its load or which process ran the chunk.
 """
 
 from __future__ import annotations
@@ -328,14 +332,16 @@ class FormationFinish:
         self.tokens, self.beta, self.d, self.eps, self.mu = tokens, beta, d, eps, mu
         self.layers, self.tol, self.bound = layers, tol, bound
         self.thrift = thrift  # False: finish wherever certified, paid for or not (tests)
-        self.steps, self.depths = 0, ()
+        self.steps, self.depths, self.segment = 0, (), 0
+        self.bought, self.rent = set(), {}  # formations (smaller side) whose law is bought
         self.values = np.zeros((0, 3))
         self.minority = np.zeros(0, np.int64)
         self.spread = np.zeros(0)
 
     def begin(self, trajectories: int, steps: int, segment: int) -> None:
         """Start a run of ``trajectories`` over ``steps`` layers in segments of ``segment``."""
-        self.steps = steps
+        self.steps, self.segment = steps, segment
+        self.bought, self.rent = set(), {}
         # every depth left at a segment boundary: one backward iteration serves them all
         self.depths = tuple(int(v) for v in steps - np.arange(segment, steps, segment))
         self.values = np.full((trajectories, 3), np.nan)
@@ -347,10 +353,21 @@ class FormationFinish:
         return tightness_exponents(own, self.tokens - own, float(self.beta), int(self.d),
                                    float(self.eps), float(self.mu), float(self.tol))
 
-    def pays(self, count: int, left: int) -> bool:
-        """Whether ``count`` trajectories with ``left`` layers to go are worth a formation
-        law (module docstring): always without :attr:`thrift`."""
-        return not self.thrift or count * left >= LAW_WORK
+    def pays(self, own: int, count: int, left: int) -> bool:
+        """Whether the ``count`` certified trajectories with clusters of ``own`` and
+        ``tokens - own`` tokens, ``left`` layers to go, are finished now (module docstring):
+        the formation's law is bought already, or this group's work left or the rent paid
+        so far for that formation reaches :data:`LAW_WORK` (it is then bought); otherwise
+        the group's next segment is added to the rent. Always without :attr:`thrift`."""
+        formation = min(own, self.tokens - own)
+        if not self.thrift or formation in self.bought:
+            return True
+        rent = self.rent.get(formation, 0)
+        if count * left >= LAW_WORK or rent >= LAW_WORK:
+            self.bought.add(formation)
+            return True
+        self.rent[formation] = rent + count * min(self.segment, left)
+        return False
 
     def status(self, x, lanes, codes: np.ndarray, done: int) -> np.ndarray:
         """``codes`` with :data:`FINISHED` where a live trajectory of tokens ``x`` (trajectory
@@ -385,7 +402,7 @@ class FormationFinish:
             good = chance <= self.bound
             found = good.any(axis=1)
             hit = rows[found]
-            if not hit.size or not self.pays(hit.size, self.steps - done):
+            if not hit.size or not self.pays(int(own), hit.size, self.steps - done):
                 continue
             cross = ~same[hit] & pairs
             rho = np.sum(np.where(cross, 1 - u[hit], 0.0), axis=(-2, -1)) / cross.sum(

@@ -19,7 +19,12 @@ from proofs_check.export import cluster_certificate
 from proofs_check.symbols import beta, d, eps, mu
 from spheresde.experiments._simulate import simulate_counts
 from spheresde.transformer import Hybrid, PureNoise, _absorption
-from spheresde.transformer._absorption import absorbing_tokens, cluster_absorption_level, token_gap
+from spheresde.transformer._absorption import (
+    absorbing_network,
+    absorbing_tokens,
+    cluster_absorption_level,
+    token_gap,
+)
 from spheresde.transformer._outcomes import SINGLE
 
 TOL = 1e-2
@@ -353,3 +358,45 @@ def test_small_batches_are_cut_into_several_blocks():
         assert block == expected, (lanes, block)
         assert -(-lanes // block) * block - lanes < -(-lanes // block)  # padding < 1 a block
     assert _absorption._lane_block(10) == 10  # fewer lanes than a minimum block: one block
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_the_last_live_trajectories_go_on_in_small_blocks(monkeypatch, dtype):
+    # Once at most _TAIL_LIVE trajectories live, they go on in blocks of _TAIL_LANES lanes
+    # (one more program), which changes no trajectory: the same codes and the same work as
+    # the run that keeps its blocks, for two tokens and for three, in both types.
+    if jax.default_backend() != "cpu":
+        pytest.skip("lane blocks are a CPU rule")
+    monkeypatch.setattr(_absorption, "_TAIL_STEPS", 64)
+    chosen = []
+    tail = _absorption._tail_block
+
+    def spy(block, live, left, lanes):
+        chosen.append(tail(block, live, left, lanes))
+        return chosen[-1]
+
+    monkeypatch.setattr(_absorption, "_tail_block", spy)
+    key = jax.random.key(4)
+
+    def pair():
+        return absorbing_network(key, beta=1.4, d=10, weights=PureNoise(), trajectories=512,
+                                 layers=100, steps=1024, tol=TOL, bound=1e-6, segment=64,
+                                 dtype=dtype)
+
+    def three():
+        codes, _, work = absorbing_tokens(key, tokens=3, beta=1.0, d=3, weights=PureNoise(),
+                                          trajectories=512, layers=10, steps=640, tol=TOL,
+                                          bound=1e-6, segment=32, dtype=dtype)
+        return codes, work
+
+    runs = {"pair": pair, "three": three}
+    for name, run in runs.items():
+        chosen.clear()
+        codes, work = run()
+        assert _absorption._TAIL_LANES in chosen, name  # the tail did run in small blocks
+        assert chosen[0] > _absorption._TAIL_LANES, name  # after blocks of a full batch
+        monkeypatch.setattr(_absorption, "_TAIL_LIVE", 0)
+        plain_codes, plain_work = run()
+        monkeypatch.setattr(_absorption, "_TAIL_LIVE", 64)
+        np.testing.assert_array_equal(codes, plain_codes, err_msg=name)
+        assert work == plain_work, name

@@ -367,12 +367,12 @@ def test_the_last_live_trajectories_go_on_in_small_blocks(monkeypatch, dtype):
     # the run that keeps its blocks, for two tokens and for three, in both types.
     if jax.default_backend() != "cpu":
         pytest.skip("lane blocks are a CPU rule")
-    monkeypatch.setattr(_absorption, "_TAIL_STEPS", 64)
+    monkeypatch.setattr(_absorption, "_TAIL_WORK", 0)
     chosen = []
     tail = _absorption._tail_block
 
-    def spy(block, live, left, lanes):
-        chosen.append(tail(block, live, left, lanes))
+    def spy(*args):
+        chosen.append(tail(*args))
         return chosen[-1]
 
     monkeypatch.setattr(_absorption, "_tail_block", spy)
@@ -400,3 +400,16 @@ def test_the_last_live_trajectories_go_on_in_small_blocks(monkeypatch, dtype):
         monkeypatch.setattr(_absorption, "_TAIL_LIVE", 64)
         np.testing.assert_array_equal(codes, plain_codes, err_msg=name)
         assert work == plain_work, name
+
+
+def test_a_tail_block_only_where_it_saves_a_compilation():
+    # counts only: at most _TAIL_LIVE live lanes, and left x (lanes freed) of at least
+    # _TAIL_WORK lane-steps (a program compiles once per process; a short run never pays)
+    if jax.default_backend() != "cpu":
+        pytest.skip("lane blocks are a CPU rule")
+    tail, small = _absorption._tail_block, _absorption._TAIL_LANES
+    long_run = -(-_absorption._TAIL_WORK // (256 - small))  # the fewest steps left that pay
+    assert tail(256, 256, 1, long_run, 10_000) == small
+    assert tail(256, 256, 1, long_run - 1, 10_000) == 256  # saves one lane-step too few
+    assert tail(256, 256, _absorption._TAIL_LIVE + 1, 10**6, 10_000) == 256  # too many live
+    assert tail(small, small, 1, 10**6, 10_000) == small  # already small

@@ -85,7 +85,7 @@ _CPU_SPLIT = 8  # a batch of a few blocks' lanes or fewer is cut in this many bl
 _CPU_MIN_LANES = 32  # ... of at least this many lanes
 _TAIL_LANES = 8  # lanes per block once at most _TAIL_LIVE trajectories live ...
 _TAIL_LIVE = 64
-_TAIL_STEPS = 2048  # ... with at least this many steps to go (_tail_block)
+_TAIL_WORK = 4_000_000  # ... where that saves at least this many lane-steps (_tail_block)
 _OVERHEAD = 0.02  # a status check may cost this fraction of its segment
 _WORTH = 0.25  # seconds: a run predicted cheaper than this is not split (a first check compiles)
 LIVE = -1
@@ -173,9 +173,10 @@ def _over_lanes(run: Callable, lanes, blocks, block: int | None):
     return jax.lax.fori_loop(0, blocks, one, lanes)
 
 
-def _tail_block(block: int, live: int, left: int, lanes: int) -> int:
+def _tail_block(block: int, used: int, live: int, left: int, lanes: int) -> int:
     """The block size for the ``live`` trajectories left with ``left`` steps to go, in a
-    batch of ``lanes`` lanes advanced in blocks of ``block`` so far.
+    batch of ``lanes`` lanes of which the first ``used`` were advanced in blocks of
+    ``block`` so far.
 
     The last few live trajectories of a chunk (near the critical beta, a handful of 10,000
     that neither certificate reaches for tens of thousands of layers) kept a block of 256
@@ -183,13 +184,17 @@ def _tail_block(block: int, live: int, left: int, lanes: int) -> int:
     (``phase``, d = 10, beta = 1.4: 2.9 of 4.4 s). On a CPU a step of a block of 8 lanes
     costs a twelfth of one of 256 (6 against 71 microseconds, the two-token chain at
     d = 10), so at most :data:`_TAIL_LIVE` live ones go on in blocks of
-    :data:`_TAIL_LANES`: one more program per batch shape, compiled where at least
-    :data:`_TAIL_STEPS` steps are left (counts only: which runs switch depends on the seed
-    and the sizes, not on the machine). Each lane's path is its own (its key, its
-    layers), so the switch changes no trajectory.
+    :data:`_TAIL_LANES`. That is one more program per batch shape, so it is done only where
+    it saves at least :data:`_TAIL_WORK` lane-steps (about a second of a block of 256,
+    about what compiling costs; a short run never pays for it). The rule counts lanes and
+    steps, so which runs switch depends on the seed and the sizes, not on the machine;
+    and each lane's path is its own (its key, its layers), so the switch changes no
+    trajectory.
     """
-    if (jax.default_backend() == "cpu" and block > _TAIL_LANES and live <= _TAIL_LIVE
-            and left >= _TAIL_STEPS and -(-live // _TAIL_LANES) * _TAIL_LANES <= lanes):
+    if jax.default_backend() != "cpu" or block <= _TAIL_LANES or live > _TAIL_LIVE:
+        return block
+    tail = -(-live // _TAIL_LANES) * _TAIL_LANES
+    if tail <= lanes and left * (used - tail) >= _TAIL_WORK:
         return _TAIL_LANES
     return block
 
@@ -275,7 +280,7 @@ def run_in_segments(advance: Callable, state: tuple, status: Callable | None,
         if not live.any():
             break
         used = blocks * block
-        block = _tail_block(block, int(np.sum(live)), steps - done, order.size)
+        block = _tail_block(block, used, int(np.sum(live)), steps - done, order.size)
         needed = -(-int(np.sum(live)) // block)
         if needed * block < used:
             # live lanes first, in their order: the blocks behind them are never advanced

@@ -390,6 +390,7 @@ def test_the_last_live_trajectories_go_on_in_small_blocks(monkeypatch, dtype):
         return codes, work
 
     runs = {"pair": pair, "three": three}
+    most_live = _absorption._TAIL_LIVE
     for name, run in runs.items():
         chosen.clear()
         codes, work = run()
@@ -397,7 +398,7 @@ def test_the_last_live_trajectories_go_on_in_small_blocks(monkeypatch, dtype):
         assert chosen[0] > _absorption._TAIL_LANES, name  # after blocks of a full batch
         monkeypatch.setattr(_absorption, "_TAIL_LIVE", 0)
         plain_codes, plain_work = run()
-        monkeypatch.setattr(_absorption, "_TAIL_LIVE", 64)
+        monkeypatch.setattr(_absorption, "_TAIL_LIVE", most_live)
         np.testing.assert_array_equal(codes, plain_codes, err_msg=name)
         assert work == plain_work, name
 

@@ -279,9 +279,9 @@ def run_in_segments(advance: Callable, state: tuple, status: Callable | None,
         live &= ~absorbed
         if not live.any():
             break
-        used = blocks * block
-        block = _tail_block(block, used, int(np.sum(live)), steps - done, order.size)
-        needed = -(-int(np.sum(live)) // block)
+        used, count_live = blocks * block, int(np.sum(live))
+        block = _tail_block(block, used, count_live, steps - done, order.size)
+        needed = -(-count_live // block)
         if needed * block < used:
             # live lanes first, in their order: the blocks behind them are never advanced
             pick = np.argsort(~live, kind="stable")

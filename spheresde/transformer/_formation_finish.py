@@ -259,14 +259,15 @@ def formation_values(tokens: int, cluster: int, beta: float, d: int, eps: float,
     drift_step, noise_step = Hybrid(mu=mu, eps=eps).layer_steps(layers)
     atoms = formation_atoms(beta, d, tokens, cluster, drift_step, noise_step, nodes)
     z_star = outcome_threshold(tol)
-    # the chain's own drift and variance per unit depth far out, for the grid's extent
-    far = [tuple(m * layers for m in _step_moments(atoms, side)) for side in (-FAR, FAR)]
+    balanced = 2 * cluster == tokens
+    # the chain's own drift and variance per unit depth far out, for the grid's extent;
+    # unbalanced: rho = -1 repels (repelled_edge), the kernel is taken at every node down
+    # to the edge, and nothing drifts off to the left
+    far = [tuple(m * layers for m in _step_moments(atoms, side)) if balanced or side > 0
+           else None for side in (-FAR, FAR)]
     beyond = [FAR + 2 - z_star, FAR + 2 - z_star]
-    clamp = (FAR, FAR)
-    if 2 * cluster != tokens:
-        # unbalanced: rho = -1 repels (repelled_edge), the kernel is taken at every node
-        # down to the edge, and nothing drifts off to the left
-        far[0], clamp = None, (math.inf, FAR)
+    clamp = (FAR, FAR) if balanced else (math.inf, FAR)
+    if not balanced:
         beyond[0] = max(beyond[0], -repelled_edge(atoms) - z_star)
     levels = []
     horizon = max(depths) / layers

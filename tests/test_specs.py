@@ -50,6 +50,21 @@ def test_every_preset_command_line_rebuilds_its_spec(scale):
         assert parse_spec(argv[1:]) == spec, name
 
 
+def test_full_is_the_paper_and_the_studies_beyond_it():
+    """``full`` run into a finished ``paper`` directory must compute only what ``paper``
+    did not: every sweep they share has the same identity (the stores refuse another
+    value of a non-grid parameter), and the only grid that grows is Figure 2's depths."""
+    paper, full = SCALES["paper"], SCALES["full"]
+    assert set(full) - set(paper) == {"dominance", "tokens_constant"}
+    assert set(paper) <= set(full)
+    assert paper["train"].layers == (16,)  # the paper's depth
+    assert full["train"].layers[0] == 16
+    assert len(full["train"].layers) > 1
+    assert dataclasses.replace(full["train"], layers=(16,)) == paper["train"]
+    for name in set(paper) - {"train"}:
+        assert full[name] == paper[name], name
+
+
 def test_quick_is_the_default_of_each_command():
     quick = SCALES["quick"]
     assert quick["phase"] == PhaseSpec()

@@ -29,7 +29,7 @@ from ._monte_carlo import (
 )
 from ._phase import PhaseRow, PhaseSpec
 from ._reproduce import ReproduceResult, ReproduceSpec, reproduce
-from ._scales import PAPER, QUICK, SCALES, SMOKE
+from ._scales import FULL, PAPER, QUICK, SCALES, SMOKE
 from ._tokens import TokensRow, TokensSpec
 from ._train import (
     Convergence,
@@ -74,6 +74,7 @@ from .engine import (
 from .registry import SPECS, register
 
 __all__ = [
+    "FULL",
     "PAPER",
     "QUICK",
     "SCALES",

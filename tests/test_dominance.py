@@ -164,8 +164,8 @@ def test_points_are_every_n_d_beta_eps_and_the_horizon_scales():
     assert spec.point_horizon(1.0) == 10.0
 
 
-def test_paper_preset_is_the_documented_sweep():
-    spec = SCALES["paper"]["dominance"]
+def test_full_preset_is_the_documented_sweep():
+    spec = SCALES["full"]["dominance"]
     assert spec.tokens == (2, 3, 4, 8, 16)
     assert spec.dims == (2, 3, 4)
     assert len(spec.eps) >= 12

@@ -192,6 +192,54 @@ def test_dry_run_prices_the_grid_where_it_costs_not_at_its_first_point(tmp_path)
     assert int(priced.group(1)) > 3 * int(priced.group(2)), text
 
 
+@pytest.mark.parametrize("dearest", [2.0, 30.0])
+def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
+        monkeypatch, dearest):
+    """A chunk costs a part fixed whatever its width (the last live trajectories of an
+    absorbed batch, a formation's law) and a part per trajectory. Probes of 256
+    trajectories priced per trajectory read the fixed part 10,000 / 256 times over; the
+    plan measures the dearest probes again at the chunk's width and scales the others by
+    the ratio those showed. A fake clock: no timing in a unit test."""
+    from types import SimpleNamespace
+
+    from spheresde.experiments.engine import _planning
+
+    clock, call, per = [0.0], 0.01, 1e-4  # seconds: a chunk's own, and a trajectory's
+    fixed = [dearest, 1.0, 0.5]
+
+    class Spec:
+        def chunk(self, point, k, size):
+            clock[0] += call + fixed[point["i"]] + per * size
+
+        def clear_point_caches(self):
+            pass
+
+        def shortened(self, steps):
+            return SimpleNamespace(chunk=lambda point, k, size: clock.__setitem__(
+                0, clock[0] + call), clear_point_caches=lambda: None)
+
+    monkeypatch.setattr(_planning, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    points = [{"i": i} for i in range(3)]
+    narrow, wide = 256, 10_000
+    bare = [f + per * narrow for f in fixed]  # the narrow probes, less a chunk's own cost
+    probe = _planning.Probes(3, [b + call for b in bare], 3 * narrow * 100, 1.0, [{}] * 3,
+                             points, 0, 0.0)
+    net, widened = _planning._widen(Spec(), probe, narrow, wide, points, bare)
+    true = [(f + per * wide) * narrow / wide for f in fixed]  # a chunk of 10,000, per 256
+    if dearest == 2.0:  # every probe fits the budget at its width: each measured there
+        assert widened == 3
+        assert net == pytest.approx(true, rel=1e-9)
+    else:  # the dearest would not fit: scaled by the ratio the two others showed
+        assert widened == 2
+        assert net[1:] == pytest.approx(true[1:], rel=1e-9)
+        pooled = (fixed[1] + fixed[2] + 2 * per * wide) / (bare[1] + bare[2])
+        assert net[0] == pytest.approx(bare[0] * pooled * narrow / wide, rel=1e-9)
+    # per trajectory of the narrow probes, the sweep would have read many times dearer
+    assert sum(bare) / sum(net) > 5
+    monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # nothing fits: the caller corrects
+    assert _planning._widen(Spec(), probe, narrow, wide, points, bare) == (bare, 0)
+
+
 @pytest.mark.slow
 def test_dry_run_counts_the_programs_a_sweep_compiles():
     """The network's shapes follow d (a program per dimension); the 1-D rho SDE takes d as a
@@ -217,6 +265,27 @@ def test_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert "--scheduler tcp://127.0.0.1:9: cannot connect" in err
+
+
+@pytest.mark.slow
+def test_local_workers_keep_the_malloc_threshold_dynamic_and_blas_single_threaded():
+    """Dask's ``MALLOC_TRIM_THRESHOLD_`` (it turns off glibc's dynamic mmap threshold:
+    NumPy temporaries mapped afresh every time, chunks 1.5 to 2 times slower) is not in
+    the local workers' environment; its one-thread BLAS and OpenMP are, and Dask's
+    configuration is as it was once the cluster is gone."""
+    import dask.config
+    import distributed  # noqa: F401  (loads Dask's distributed configuration)
+
+    from spheresde.experiments import RunOptions
+    from spheresde.experiments.engine._executors import executor_for
+
+    before = dask.config.get("distributed.nanny.pre-spawn-environ")
+    assert "MALLOC_TRIM_THRESHOLD_" in before  # what the test guards against
+    names = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    with executor_for(RunOptions(workers=1, quiet=True)) as executor:
+        seen = executor.client.run(lambda: [os.environ.get(n) for n in names])
+    assert list(seen.values()) == [[None, "1", "1"]]
+    assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
 
 
 # two points x 4 chunks of the discrete network (the compact two-token path), smoke sizes
@@ -349,30 +418,74 @@ def test_dry_run_times_what_the_figure_needs(tmp_path):
     assert re.search(r"; the figure [0-9.]+ s", text), text
 
 
+def test_the_plan_times_a_chunk_from_cold_point_caches():
+    """What a chunk computes once for its point (absorption levels, a formation's law)
+    is forgotten before the plan times a chunk: a probe at a point already probed must
+    pay it again, as the run's chunk of that point does."""
+    from spheresde.experiments import HybridSpec, TokensSpec
+    from spheresde.transformer import _absorption, _formation_finish
+
+    _absorption.absorption_levels(2.0, 3.0, 1.0, 0.0, 0.01, 1e-6)
+    _formation_finish.tightness_exponents(2, 1, 2.0, 3, 1.0, 0.0, 0.01)
+    assert _absorption.absorption_levels.cache_info().currsize > 0
+    for spec in (TokensSpec(), HybridSpec()):
+        assert "spheresde.transformer._formation_finish:formation_values" in spec.point_caches
+    TokensSpec().clear_point_caches()
+    for cached in (_absorption.absorption_levels, _absorption.cluster_absorption_level,
+                   _formation_finish.formation_values, _formation_finish.tightness_exponents):
+        assert cached.cache_info().currsize == 0
+
+
+class _HoldsTheLock:
+    """A chunk of pure Python: it holds the interpreter lock, one core busy."""
+
+    def shortened(self, steps):
+        return self
+
+    def chunk(self, point, k, size):
+        sum(i * i for i in range(3_000_000))
+
+
+class _UsesEveryCore(_HoldsTheLock):
+    """A chunk that keeps every core busy (hashing releases the lock), as a program of
+    the n-token network keeps two."""
+
+    def chunk(self, point, k, size):
+        import hashlib
+
+        data = bytes(20_000_000)
+        threads = [threading.Thread(target=hashlib.sha256, args=(data,))
+                   for _ in range(os.cpu_count() or 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+@pytest.mark.slow
 def test_dry_run_measures_what_parallel_chunks_gain_instead_of_dividing_by_workers():
-    # A chunk that waits without holding the GIL (as a running JAX program does) runs as
-    # fast two at once as alone: speedup about 2. A chunk that holds the GIL in pure
-    # Python (as a program that already keeps the cores busy holds them) gains nothing:
-    # about 1. Dividing by the workers would have said 2 for both.
+    # Two chunks at once in two processes, as the workers run them: a chunk that keeps
+    # one core busy runs about twice as fast two at once on two free cores (threads, which
+    # share the interpreter lock, read 1.0 for it: an absorbing chunk's host loop holds
+    # the lock); a chunk that keeps every core busy gains nothing. Dividing by the workers
+    # would have said 2 for both. Best of three: under the suite's other worker the lone
+    # timing can be slowed by the load alone (one busy core of two: 1.33 for the first).
     from spheresde.experiments.engine._planning import _speedup
 
-    class Spec:
-        def __init__(self, chunk):
-            self.chunk = chunk
+    assert max(_speedup(_HoldsTheLock(), {}, 10, 16, 2) for _ in range(3)) > 1.25
+    assert min(_speedup(_UsesEveryCore(), {}, 10, 16, 2) for _ in range(3)) < 1.3
 
-        def shortened(self, steps):
-            return self
 
-    def waits(point, k, size):
-        time.sleep(0.05)
+def test_a_failing_chunk_timed_in_processes_is_one_error_not_a_hang():
+    from spheresde.experiments.engine._planning import _speedup
 
-    def spins(point, k, size):  # a fixed amount of work, under the GIL
-        sum(i * i for i in range(200_000))
+    with pytest.raises(RuntimeError, match="timing 2 chunks at once failed: ZeroDivisionError"):
+        _speedup(_Fails(), {}, 10, 16, 2)
 
-    # best of three: under the suite's other worker one timing can be slowed by the load
-    # alone (a GIL-bound chunk once read 1.63, its lone run timed while the core was busy)
-    assert max(_speedup(Spec(waits), {}, 10, 16, 2) for _ in range(3)) > 1.6
-    assert min(_speedup(Spec(spins), {}, 10, 16, 2) for _ in range(3)) < 1.3
+
+class _Fails(_HoldsTheLock):
+    def chunk(self, point, k, size):
+        return 1 / 0
 
 
 @pytest.mark.slow

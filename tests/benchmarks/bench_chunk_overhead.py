@@ -40,7 +40,7 @@ def main() -> None:
     import functools
 
     from spheresde.experiments import DominanceSpec
-    from spheresde.experiments._scales import PAPER
+    from spheresde.experiments._scales import FULL
     from spheresde.experiments.engine._chunks import chunk_sizes
     from spheresde.experiments.engine._driver import (
         TASK_STEPS,
@@ -106,7 +106,7 @@ def main() -> None:
                   f"{group_tasks:>6} {single / group:>6.2f} {1e3 * per_task[workers]:>10.2f} "
                   f"{1e3 * (single - compute) / len(points):>24.2f}", flush=True)
 
-    paper = PAPER["dominance"]
+    paper = FULL["dominance"]
     paper_points = paper.points()
     paper_sizes = tuple(chunk_sizes(paper.samples(), 10_000))
     chunks = [(p, 0) for p in paper_points]

@@ -119,7 +119,7 @@ def main() -> None:
               PhaseSpec(method="exact", dims=(4,), betas=tuple(0.01 + 10 * k / n
                                                                for k in range(n))))
              for n in map(int, args.sizes.split(","))]
-    paper = SCALES["paper"]["dominance"]
+    paper = SCALES["full"]["dominance"]
     assert isinstance(paper, DominanceSpec)
     grids.append(("dominance, paper size", "dominance", paper))
     print(f"{'grid':<28}{'points':>8}{'store s':>10}{'rewrite s':>11}{'ratio':>8}"

@@ -26,8 +26,10 @@ trajectory-steps, and prices them by measurements made now, in this process:
   what each probe chunk costs beyond its steps (below), so that a grid whose points
   differ in cost (more tokens, a larger d, trajectories that are absorbed early or
   never) is priced where it costs and not at its first point. The
-  probes' narrower batch is corrected by the speed of the two batch widths measured at
-  the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
+  probes that cost most run again at the real chunk's width (:func:`_widen`: a chunk's
+  cost is not proportional to its width), the others are scaled by the ratio those
+  measured; when none fits, by the speed of the two batch widths measured at the first
+  point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
   calibrated speed (every step counted); with fewer than two, the first point's speed
   prices every step. The programs the probes compile (early absorption narrows a batch
   to widths that compile programs of their own, which the tries above never reach) are
@@ -80,6 +82,7 @@ pickling the spec and the counts): ``tests/benchmarks/bench_chunk_overhead.py`` 
 about 20 ms with 2 workers on 2 cores (the plan starts no cluster to measure it)."""
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 SPEEDUP_REPEATS = 3  # timings of the calibration chunk alone and together, best of each
+SPEEDUP_TIMEOUT = 600.0  # seconds a process timing chunks at once may take
 PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
 FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
 
@@ -141,27 +144,65 @@ def _calibrate(spec: Any, point: dict, steps: int,
 
 def _speedup(spec: Any, point: dict, steps: int, size: int, parallel: int) -> float:
     """How many times one chunk's throughput ``parallel`` chunks reach when they run at
-    once on this machine: the calibration chunk (already compiled) timed alone and in
-    ``parallel`` threads together, best of :data:`SPEEDUP_REPEATS` each. JAX releases
-    the GIL while a program runs, so the threads contend for the cores as the workers'
-    processes do; a program that already uses every core alone gains little."""
-    import threading
+    once on this machine: the calibration chunk timed alone and as ``parallel`` copies
+    at once, each copy in a process of its own as the workers run them (spawned; each
+    compiles first, untimed), best of :data:`SPEEDUP_REPEATS` each. A program that
+    already uses every core alone gains little. Threads, which this measured before,
+    share one interpreter lock: a chunk whose host loop holds it (an absorbing chunk
+    checks its trajectories between segments) read 0.99 for ``hybrid_two_tokens``, whose
+    two workers ran it about 1.6 times as fast."""
+    import multiprocessing
 
+    context = multiprocessing.get_context("spawn")
     short = spec.shortened(min(steps, CALIBRATION_STEPS))
-
-    def timed(copies: int) -> float:
-        threads = [threading.Thread(target=short.chunk, args=(point, 0, size))
-                   for _ in range(copies)]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return time.perf_counter() - start
-
-    alone = min(timed(1) for _ in range(SPEEDUP_REPEATS))
-    together = min(timed(parallel) for _ in range(SPEEDUP_REPEATS))
+    barrier, results = context.Barrier(parallel), context.Queue()
+    processes = [context.Process(target=_copies_timed,
+                                 args=(short, point, size, rank, barrier, results))
+                 for rank in range(parallel)]
+    for process in processes:
+        process.start()
+    try:
+        got = [results.get(timeout=SPEEDUP_TIMEOUT) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=SPEEDUP_TIMEOUT)
+            if process.is_alive():
+                process.kill()
+    failed = [text for _, text, _ in got if isinstance(text, str)]
+    if failed:
+        raise RuntimeError(f"timing {parallel} chunks at once failed: {failed[0]}")
+    alone = next(seconds for rank, seconds, _ in got if rank == 0)
+    together = min(max(times[r] for _, _, times in got) for r in range(SPEEDUP_REPEATS))
     return parallel * alone / max(together, 1e-9)
+
+
+def _copies_timed(spec: Any, point: dict, size: int, rank: int, barrier: Any,
+                  results: Any) -> None:
+    """One process of :func:`_speedup`: compile, then (rank 0 only, the others waiting)
+    the chunk timed alone, then the chunk timed together with the others, each start at
+    a barrier; puts ``(rank, seconds alone or None, [seconds together])``, or the error's
+    text in place of the seconds."""
+    try:
+        spec.chunk(point, 0, size)  # compiles
+        barrier.wait()
+        alone = None
+        if rank == 0:
+            alone = min(_timed_chunk(spec, point, size) for _ in range(SPEEDUP_REPEATS))
+        barrier.wait()
+        together = []
+        for _ in range(SPEEDUP_REPEATS):
+            barrier.wait()
+            together.append(_timed_chunk(spec, point, size))
+        results.put((rank, alone, together))
+    except BaseException as error:  # the parent reports it instead of waiting for nothing
+        barrier.abort()
+        results.put((rank, f"{type(error).__name__}: {error}", []))
+
+
+def _timed_chunk(spec: Any, point: dict, size: int) -> float:
+    start = time.perf_counter()
+    spec.chunk(point, 0, size)
+    return time.perf_counter() - start
 
 
 _COMPILED = {"seconds": 0.0, "programs": 0, "listening": False}
@@ -251,6 +292,7 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
     jax.clear_caches()
     compile_before = _compiled()
     for point in chosen:
+        spec.clear_point_caches()
         start, compiled = time.perf_counter(), _compile_seconds()
         counts.append(spec.chunk(point, 0, size))
         took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
@@ -264,31 +306,49 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
 
 
 def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict],
-           net: list[float]) -> int:
-    """Run the probes that cost most again with ``wide`` trajectories (the real chunk's
-    width, up to the calibration's), as many as fit in :data:`PROBE_BUDGET` seconds at
-    their narrow speed, and put what they measured, scaled to ``narrow`` trajectories,
-    into ``net`` (the probes' seconds less a chunk's own cost, in place); return how many.
+           bare: list[float]) -> tuple[list[float], int]:
+    """The probes' seconds at the real chunk's width ``wide``, each scaled to ``narrow``
+    trajectories (so that a ratio over the probes' nominal steps prices a step), and how
+    many were measured there.
 
-    Early absorption leaves a few trajectories of a narrow probe running to the horizon
-    in a batch padded to 64 lanes, where the real chunk's hundreds share a batch little
-    wider than themselves: a phase point of 256 trajectories cost 97 ns a nominal step,
-    of 2048 trajectories 14 ns. The calibration's correction of the batch width, at the
-    first point over a short horizon, never sees that tail."""
+    ``bare`` holds each probe's seconds at ``narrow`` trajectories less what a chunk costs
+    beyond its steps. The probes that cost most run again with ``wide`` trajectories, as
+    many as fit in :data:`PROBE_BUDGET` seconds (each priced, before it runs, at the
+    ratio of wide to narrow seconds seen so far, at first at the ratio of the widths);
+    the others are scaled from ``narrow`` to ``wide`` by the ratio of the widened ones'
+    seconds, pooled.
+
+    A chunk's cost is not proportional to its width: early absorption leaves a few
+    trajectories of a chunk running to the horizon in a block of lanes whatever the width,
+    and a formation's law is computed once a chunk however many trajectories it finishes.
+    Priced per trajectory at a narrower width, those costs read several times too high:
+    two tokens' chunks of 10,000 at 2,048 trajectories, twice the measured 42 s; n-token
+    chunks of 4,000 at 2,048, 1.46 times."""
     if wide <= narrow:
-        return 0
+        return list(bare), 0
     wide_call = _call_seconds(spec, unprobed, wide)
-    spent, widened = 0.0, 0
-    for i in sorted(range(probe.points), key=lambda i: -probe.seconds[i]):
-        if spent + probe.seconds[i] * wide / narrow > PROBE_BUDGET:
-            continue
-        start, compiled = time.perf_counter(), _compile_seconds()
-        spec.chunk(probe.chosen[i], 0, wide)
-        took = time.perf_counter() - start
-        spent += took
-        net[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0) * narrow / wide
-        widened += 1
-    return widened
+    spent, measured = 0.0, {}
+
+    def ratio() -> float:  # wide over narrow seconds, pooled over the probes measured
+        seen = sum(bare[j] for j in measured)
+        return sum(measured.values()) / seen if seen > 0 else wide / narrow
+
+    pending = sorted(range(probe.points), key=lambda i: -bare[i])
+    while True:  # again once cheaper probes have shown the ratio: the dearest may fit then
+        before = len(measured)
+        for i in [i for i in pending if i not in measured]:
+            if spent + bare[i] * ratio() + wide_call > PROBE_BUDGET:
+                continue
+            spec.clear_point_caches()  # the narrow probe computed its point's laws
+            start, compiled = time.perf_counter(), _compile_seconds()
+            spec.chunk(probe.chosen[i], 0, wide)
+            took = time.perf_counter() - start
+            spent += took
+            measured[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0)
+        if len(measured) == before:
+            break
+    at_wide = [measured.get(i, bare[i] * ratio()) for i in range(probe.points)]
+    return [t * narrow / wide for t in at_wide], len(measured)
 
 
 def _design(points: list[dict], count: int) -> list[dict]:
@@ -330,6 +390,7 @@ def _call_seconds(spec: Any, points: list[dict], size: int) -> float:
     short = spec.shortened(1)
     took = []
     for point in _spread(points, CALL_POINTS):
+        short.clear_point_caches()
         start, compiled = time.perf_counter(), _compile_seconds()
         short.chunk(point, 0, size)
         took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
@@ -476,13 +537,14 @@ def plan_chunked(spec: Any, out: Path, name: str,
         probe_note = ("every step counted at the first point's speed (probes over the full "
                       f"horizon would take more than {PROBE_BUDGET:.0f} s)")
     else:
-        correction = 1.0  # the probes' narrower batch against the real one, at the first point
-        if narrow < min(sizes[0], CALIBRATION_TRAJECTORIES):
-            correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
         narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)
-        net = [max(took - narrow_call, 0.0) * correction for took in probe.seconds]
-        widened = _widen(spec, probe, narrow, min(sizes[0], CALIBRATION_TRAJECTORIES),
-                         unprobed, net)
+        bare = [max(took - narrow_call, 0.0) for took in probe.seconds]
+        net, widened = _widen(spec, probe, narrow, sizes[0], unprobed, bare)
+        if narrow < sizes[0] and not widened:
+            # none fits the budget at the real width: the probes' narrower batch against
+            # the real one, at the first point over a short horizon
+            correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
+            net = [t * correction for t in bare]
         seconds_per_step = sum(net) / max(probe.nominal, 1)
         counts = probe.counts
         # each family of points that compiles its own programs (one value of the compiling
@@ -499,8 +561,8 @@ def plan_chunked(spec: Any, out: Path, name: str,
             extra_program = (compiling_probed - extra_program) / max(programs - 1, 1)
         absorbed = (f"; early absorption: {probe.share:.1%} of the steps simulated"
                     if spec.absorbs() else "")
-        again = (f", {widened} of them again with {min(sizes[0], CALIBRATION_TRAJECTORIES)}"
-                 if widened else "")
+        again = (f", {widened} of them again with {sizes[0]} (the chunk's width; the "
+                 "others scaled by their ratio)" if widened else "")
         probe_note = (f"probes: {probe.points} point(s) over the grid, {narrow} trajectories "
                       f"each over the full horizon{again}{absorbed}; priced at "
                       f"{seconds_per_step * 1e9:.0f} ns a trajectory-step (the first point, "

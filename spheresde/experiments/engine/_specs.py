@@ -286,13 +286,18 @@ class AbstractChunkedSpec(AbstractSweepSpec):
     ``absorbing`` names the field whose positive value lets trajectories stop early
     (None: they never do); the plan then probes what share of the steps is run.
     ``figure_needs``: the callables (cached derivations) that :meth:`plot` needs before it
-    draws, which the plan times.
+    draws, which the plan times; ``point_caches``: the caches that the plan clears before
+    each chunk it times.
     """
 
     axes: ClassVar[dict[str, str]]
     absorbing: ClassVar[str | None] = None
     runs_in_chunks: ClassVar[bool] = True
     figure_needs: ClassVar[tuple[Callable[[], Any], ...]] = ()
+    #: The cached functions (``"module:function"``, each with ``cache_clear``) in which a
+    #: chunk keeps what its point needs once (absorption levels, a law), for
+    #: :meth:`clear_point_caches`.
+    point_caches: ClassVar[tuple[str, ...]] = ()
 
     def points(self) -> list[dict[str, Any]]:
         """Every combination of the :attr:`axes` fields' values, the first axis outermost."""
@@ -337,6 +342,16 @@ class AbstractChunkedSpec(AbstractSweepSpec):
     def absorbs(self) -> bool:
         """Whether trajectories stop early (the field :attr:`absorbing` is positive)."""
         return self.absorbing is not None and getattr(self, self.absorbing) > 0
+
+    def clear_point_caches(self) -> None:
+        """Forget what this process keeps of the points it has computed: clear the
+        :attr:`point_caches`. The plan calls it before each chunk it times, so that a
+        chunk pays there what its point's chunk pays in a run."""
+        import importlib
+
+        for name in self.point_caches:
+            module, function = name.split(":")
+            getattr(importlib.import_module(module), function).cache_clear()
 
     def run(self, out: str | os.PathLike, options: _driver.RunOptions | None = None, *,
             name: str | None = None) -> _driver.SweepResult:

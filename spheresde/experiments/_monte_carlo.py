@@ -143,7 +143,7 @@ class AbstractMonteCarloSpec(AbstractChunkedSpec):
     law_only: ClassVar[Mapping[str, str]] = {}
     # a chunk computes these once for its point, and the plan's probes must pay them as
     # that chunk does: a probe run again at the chunk's width after a narrow one at the
-    # same point found its formation laws computed (``hybrid`` priced at 0.61 of its time)
+    # same point found its formation laws computed, and priced them at nothing
     point_caches: ClassVar[tuple[str, ...]] = (
         "spheresde.transformer._absorption:absorption_levels",
         "spheresde.transformer._absorption:cluster_absorption_level",

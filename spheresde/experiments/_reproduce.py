@@ -56,10 +56,10 @@ class ReproduceSpec(ExperimentSpec):
 
     scale: Literal["quick", "paper", "full", "smoke"] = param(
         "quick", "quick: about 3 minutes on 2 CPU cores, more than half of it Figure 2's "
-        "training; paper: what the paper shows, at its sizes (about half an hour on 2 CPU "
+        "training; paper: what the paper shows, at its sizes (about 21 minutes on 2 CPU "
         "cores with --workers 2 and Figure 2 on the digits; --dry-run for an estimate); "
         "full: paper and, at the same sizes, the studies beyond it (Figure 4 over n and d, "
-        "constant weights for n > 2, Figure 2 at depths 4 to 64: about 25 minutes more; "
+        "constant weights for n > 2, Figure 2 at depths 4 to 64: under 25 minutes more; "
         "into a paper run's --out it computes only those); smoke: toy sizes in seconds, to "
         "check the pipeline")
     data_dir: str = param(

@@ -146,7 +146,7 @@ def _worker_environment() -> Any:
     faulted in each time. The formation laws and the absorbers' host checks make many
     such temporaries, and the same chunk ran 1.5 to 2 times slower with it (``hybrid``
     at the paper's size: 9.3 s against 4.6 s; ``tokens``, n = 8: 37 s against 22 s).
-    A chunk's memory is freed when it ends, so nothing grows without it. The
+    Without it glibc keeps freed memory for reuse, as in any Python process. The
     single-threaded BLAS and OpenMP of Dask's workers stay: two workers on two cores."""
     import dask.config
 

@@ -149,8 +149,8 @@ def _speedup(spec: Any, point: dict, steps: int, size: int, parallel: int) -> fl
     compiles first, untimed), best of :data:`SPEEDUP_REPEATS` each. A program that
     already uses every core alone gains little. Threads, which this measured before,
     share one interpreter lock: a chunk whose host loop holds it (an absorbing chunk
-    checks its trajectories between segments) read 0.99 for ``hybrid_two_tokens``, whose
-    two workers ran it about 1.6 times as fast."""
+    checks its trajectories between segments) read 0.99 for ``hybrid_two_tokens`` at the
+    paper's size, where processes read 1.23 to 1.38."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")

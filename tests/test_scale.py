@@ -198,8 +198,9 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
     """A chunk costs a part fixed whatever its width (the last live trajectories of an
     absorbed batch, a formation's law) and a part per trajectory. Probes of 256
     trajectories priced per trajectory read the fixed part 10,000 / 256 times over; the
-    plan measures the dearest probes again at the chunk's width and scales the others by
-    the ratio those showed. A fake clock: no timing in a unit test."""
+    plan measures the probes again at the chunk's width, dearest first, while its budget
+    lasts, and scales the others by the ratio those showed. A fake clock: no timing in a
+    unit test."""
     from types import SimpleNamespace
 
     from spheresde.experiments.engine import _planning
@@ -219,6 +220,7 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
                 0, clock[0] + call), clear_point_caches=lambda: None)
 
     monkeypatch.setattr(_planning, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(_planning, "PROBE_BUDGET", 10.0)
     points = [{"i": i} for i in range(3)]
     narrow, wide = 256, 10_000
     bare = [f + per * narrow for f in fixed]  # the narrow probes, less a chunk's own cost
@@ -226,17 +228,18 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
                              points, 0, 0.0)
     net, widened = _planning._widen(Spec(), probe, narrow, wide, points, bare)
     true = [(f + per * wide) * narrow / wide for f in fixed]  # a chunk of 10,000, per 256
-    if dearest == 2.0:  # every probe fits the budget at its width: each measured there
+    if dearest == 2.0:  # the three chunks fit the budget: each measured at its width
         assert widened == 3
         assert net == pytest.approx(true, rel=1e-9)
-    else:  # the dearest would not fit: scaled by the ratio the two others showed
-        assert widened == 2
-        assert net[1:] == pytest.approx(true[1:], rel=1e-9)
-        pooled = (fixed[1] + fixed[2] + 2 * per * wide) / (bare[1] + bare[2])
-        assert net[0] == pytest.approx(bare[0] * pooled * narrow / wide, rel=1e-9)
+    else:  # the dearest first, then the budget is spent: the others scaled by its ratio
+        assert widened == 1
+        assert net[0] == pytest.approx(true[0], rel=1e-9)
+        ratio = (fixed[0] + per * wide) / bare[0]
+        assert net[1:] == pytest.approx([b * ratio * narrow / wide for b in bare[1:]],
+                                        rel=1e-9)
     # per trajectory of the narrow probes, the sweep would have read many times dearer
     assert sum(bare) / sum(net) > 5
-    monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # nothing fits: the caller corrects
+    monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # no budget: the caller corrects
     assert _planning._widen(Spec(), probe, narrow, wide, points, bare) == (bare, 0)
 
 

@@ -25,13 +25,13 @@ trajectory-steps, and prices them by measurements made now, in this process:
   trajectory-step (a ratio over the probes: points with long horizons weigh more), less
   what each probe chunk costs beyond its steps (below), so that a grid whose points
   differ in cost (more tokens, a larger d, trajectories that are absorbed early or
-  never) is priced where it costs and not at its first point. The
-  probes that cost most run again at the real chunk's width (:func:`_widen`: a chunk's
-  cost is not proportional to its width), the others are scaled by the ratio those
-  measured; when none fits, by the speed of the two batch widths measured at the first
-  point. As many probes run as fit in :data:`PROBE_BUDGET` seconds at the
-  calibrated speed (every step counted); with fewer than two, the first point's speed
-  prices every step. The programs the probes compile (early absorption narrows a batch
+  never) is priced where it costs and not at its first point. The probes run again at
+  the real chunk's width, dearest first, for up to :data:`PROBE_BUDGET` seconds more
+  (:func:`_widen`: a chunk's cost is not proportional to its width), the others scaled
+  by the ratio those measured; with no budget, by the speed of the two batch widths
+  measured at the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds
+  at the calibrated speed (every step counted); with fewer than two, the first point's
+  speed prices every step. The programs the probes compile (early absorption narrows a batch
   to widths that compile programs of their own, which the tries above never reach) are
   counted, and each family of points that compiles its own is priced at what a probed
   family compiled;
@@ -312,11 +312,14 @@ def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict
     many were measured there.
 
     ``bare`` holds each probe's seconds at ``narrow`` trajectories less what a chunk costs
-    beyond its steps. The probes that cost most run again with ``wide`` trajectories, as
-    many as fit in :data:`PROBE_BUDGET` seconds (each priced, before it runs, at the
-    ratio of wide to narrow seconds seen so far, at first at the ratio of the widths);
-    the others are scaled from ``narrow`` to ``wide`` by the ratio of the widened ones'
-    seconds, pooled.
+    beyond its steps. The probes run again with ``wide`` trajectories, the dearest first
+    (they weigh most in the price), until :data:`PROBE_BUDGET` seconds are spent (so at
+    most one real chunk beyond it); the others are scaled from ``narrow`` to ``wide`` by
+    the ratio of the widened ones' seconds, pooled. A ratio pooled over cheap probes does
+    not fit a dear one: at n = 8, beta = 5 a chunk's formation laws cost as much at 256
+    trajectories as at 4,000 (17 s and 21 s), where at n = 3, beta = 1 the wide chunk
+    costs ten times the narrow one. Skipping a dear probe whose wide run was predicted
+    at that ratio to overrun the budget priced ``tokens`` at 43 s a chunk there.
 
     A chunk's cost is not proportional to its width: early absorption leaves a few
     trajectories of a chunk running to the horizon in a block of lanes whatever the width,
@@ -328,26 +331,18 @@ def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict
         return list(bare), 0
     wide_call = _call_seconds(spec, unprobed, wide)
     spent, measured = 0.0, {}
-
-    def ratio() -> float:  # wide over narrow seconds, pooled over the probes measured
-        seen = sum(bare[j] for j in measured)
-        return sum(measured.values()) / seen if seen > 0 else wide / narrow
-
-    pending = sorted(range(probe.points), key=lambda i: -bare[i])
-    while True:  # again once cheaper probes have shown the ratio: the dearest may fit then
-        before = len(measured)
-        for i in [i for i in pending if i not in measured]:
-            if spent + bare[i] * ratio() + wide_call > PROBE_BUDGET:
-                continue
-            spec.clear_point_caches()  # the narrow probe computed its point's laws
-            start, compiled = time.perf_counter(), _compile_seconds()
-            spec.chunk(probe.chosen[i], 0, wide)
-            took = time.perf_counter() - start
-            spent += took
-            measured[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0)
-        if len(measured) == before:
+    for i in sorted(range(probe.points), key=lambda i: -bare[i]):
+        if spent >= PROBE_BUDGET:
             break
-    at_wide = [measured.get(i, bare[i] * ratio()) for i in range(probe.points)]
+        spec.clear_point_caches()  # the narrow probe computed its point's laws
+        start, compiled = time.perf_counter(), _compile_seconds()
+        spec.chunk(probe.chosen[i], 0, wide)
+        took = time.perf_counter() - start
+        spent += took
+        measured[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0)
+    seen = sum(bare[j] for j in measured)
+    ratio = sum(measured.values()) / seen if seen > 0 else wide / narrow
+    at_wide = [measured.get(i, bare[i] * ratio) for i in range(probe.points)]
     return [t * narrow / wide for t in at_wide], len(measured)
 
 

@@ -239,7 +239,7 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
                                         rel=1e-9)
     # per trajectory of the narrow probes, the sweep would have read many times dearer
     assert sum(bare) / sum(net) > 5
-    monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # no budget: the caller corrects
+    monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # no budget: as measured narrow
     assert _planning._widen(Spec(), probe, narrow, wide, points, bare) == (bare, 0)
 
 

@@ -28,8 +28,7 @@ trajectory-steps, and prices them by measurements made now, in this process:
   never) is priced where it costs and not at its first point. The probes run again at
   the real chunk's width, dearest first, for up to :data:`PROBE_BUDGET` seconds more
   (:func:`_widen`: a chunk's cost is not proportional to its width), the others scaled
-  by the ratio those measured; with no budget, by the speed of the two batch widths
-  measured at the first point. As many probes run as fit in :data:`PROBE_BUDGET` seconds
+  by the ratio those measured. As many probes run as fit in :data:`PROBE_BUDGET` seconds
   at the calibrated speed (every step counted); with fewer than two, the first point's
   speed prices every step. The programs the probes compile (early absorption narrows a batch
   to widths that compile programs of their own, which the tries above never reach) are
@@ -292,10 +291,9 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
     jax.clear_caches()
     compile_before = _compiled()
     for point in chosen:
-        spec.clear_point_caches()
-        start, compiled = time.perf_counter(), _compile_seconds()
-        counts.append(spec.chunk(point, 0, size))
-        took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
+        seconds, compiling, chunk_counts = _cold_chunk(spec, point, size)
+        counts.append(chunk_counts)
+        took.append(max(seconds - compiling, 0.0))
         steps = size * spec.point_steps(point)
         nominal += steps
         simulated += counts[-1].get("steps", steps)
@@ -334,16 +332,23 @@ def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict
     for i in sorted(range(probe.points), key=lambda i: -bare[i]):
         if spent >= PROBE_BUDGET:
             break
-        spec.clear_point_caches()  # the narrow probe computed its point's laws
-        start, compiled = time.perf_counter(), _compile_seconds()
-        spec.chunk(probe.chosen[i], 0, wide)
-        took = time.perf_counter() - start
+        took, compiling, _ = _cold_chunk(spec, probe.chosen[i], wide)
         spent += took
-        measured[i] = max(took - (_compile_seconds() - compiled) - wide_call, 0.0)
+        measured[i] = max(took - compiling - wide_call, 0.0)
     seen = sum(bare[j] for j in measured)
     ratio = sum(measured.values()) / seen if seen > 0 else wide / narrow
     at_wide = [measured.get(i, bare[i] * ratio) for i in range(probe.points)]
     return [t * narrow / wide for t in at_wide], len(measured)
+
+
+def _cold_chunk(spec: Any, point: dict, size: int) -> tuple[float, float, Any]:
+    """Chunk 0 of ``size`` trajectories at ``point`` from cold point caches
+    (:meth:`~._specs.AbstractChunkedSpec.clear_point_caches`: it pays what its point's
+    chunk pays in a run): its seconds, the part of them JAX spent compiling, its counts."""
+    spec.clear_point_caches()
+    start, compiled = time.perf_counter(), _compile_seconds()
+    counts = spec.chunk(point, 0, size)
+    return time.perf_counter() - start, _compile_seconds() - compiled, counts
 
 
 def _design(points: list[dict], count: int) -> list[dict]:
@@ -385,10 +390,8 @@ def _call_seconds(spec: Any, points: list[dict], size: int) -> float:
     short = spec.shortened(1)
     took = []
     for point in _spread(points, CALL_POINTS):
-        short.clear_point_caches()
-        start, compiled = time.perf_counter(), _compile_seconds()
-        short.chunk(point, 0, size)
-        took.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
+        seconds, compiling, _ = _cold_chunk(short, point, size)
+        took.append(max(seconds - compiling, 0.0))
     return sorted(took)[len(took) // 2]
 
 
@@ -535,11 +538,6 @@ def plan_chunked(spec: Any, out: Path, name: str,
         narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)
         bare = [max(took - narrow_call, 0.0) for took in probe.seconds]
         net, widened = _widen(spec, probe, narrow, sizes[0], unprobed, bare)
-        if narrow < sizes[0] and not widened:
-            # none fits the budget at the real width: the probes' narrower batch against
-            # the real one, at the first point over a short horizon
-            correction = _calibrate(spec, left_points[0], steps, narrow)[1] / rate
-            net = [t * correction for t in bare]
         seconds_per_step = sum(net) / max(probe.nominal, 1)
         counts = probe.counts
         # each family of points that compiles its own programs (one value of the compiling

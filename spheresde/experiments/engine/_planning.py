@@ -48,14 +48,14 @@ loaded cores), at d >= 3 a small eps simulates 5% of its steps; probes spread al
 grid's order saw 14.5% of the steps simulated, the corners and the hypercube 36%.
 
 With ``--workers N`` the stepping is divided by the speedup N chunks reach together on
-this machine's cores, measured (:func:`_speedup`: the calibration chunk alone, then N
-copies at once), not by N: one process of an n-token network already keeps two cores
-busy, and two workers on two cores then run it about 1.2 to 1.5 times as fast as one,
-where two tokens reach 1.9. Compiling is divided by N (each worker compiles what it runs,
-so compiling is divided only as far as there are programs to share); what a chunk costs
-around its steps is divided by the same speedup, a task's is not; finishing runs in
-this process. Nothing is written (the figure is drawn, and store transactions are timed,
-in scratch directories, removed).
+this machine's cores, measured (:func:`_speedup`: the calibration chunk's throughput
+alone, then with N copies at once, over a few seconds), not by N: one process of an
+n-token network already keeps two cores busy, and two workers on two cores then run it
+about 1.5 to 1.7 times as fast as one, where two tokens reach 1.7 to 1.8. Compiling is
+divided by N (each worker compiles what it runs, so compiling is divided only as far as
+there are programs to share); what a chunk costs around its steps is divided by the same
+speedup, a task's is not; finishing runs in this process. Nothing is written (the
+figure is drawn, and store transactions are timed, in scratch directories, removed).
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ DASK_TASK_SECONDS = 0.02
 pickling the spec and the counts): ``tests/benchmarks/bench_chunk_overhead.py`` measured
 about 20 ms with 2 workers on 2 cores (the plan starts no cluster to measure it)."""
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
-SPEEDUP_REPEATS = 3  # timings of the calibration chunk alone and together, best of each
+SPEEDUP_SECONDS = 1.0  # chunks run alone, then together, for this long each round
+SPEEDUP_ROUNDS = 3  # rounds of the two, alternated so that a slow spell weighs on both
 SPEEDUP_TIMEOUT = 600.0  # seconds a process timing chunks at once may take
 PROGRAM_TRAJECTORIES = 16  # a chunk just wide enough to compile the real program
 FINISH_POINTS = 6  # points spread over the grid at which finishing a row is timed
@@ -143,13 +144,18 @@ def _calibrate(spec: Any, point: dict, steps: int,
 
 def _speedup(spec: Any, point: dict, steps: int, size: int, parallel: int) -> float:
     """How many times one chunk's throughput ``parallel`` chunks reach when they run at
-    once on this machine: the calibration chunk timed alone and as ``parallel`` copies
-    at once, each copy in a process of its own as the workers run them (spawned; each
-    compiles first, untimed), best of :data:`SPEEDUP_REPEATS` each. A program that
-    already uses every core alone gains little. Threads, which this measured before,
-    share one interpreter lock: a chunk whose host loop holds it (an absorbing chunk
-    checks its trajectories between segments) read 0.99 for ``hybrid_two_tokens`` at the
-    paper's size, where processes read 1.23 to 1.38."""
+    once on this machine: the calibration chunk run over and over, alone and as
+    ``parallel`` copies at once, :data:`SPEEDUP_ROUNDS` rounds of
+    :data:`SPEEDUP_SECONDS` each, alternated; each copy in a process of its own as the
+    workers run them (spawned; each compiles first, untimed); chunks done per second
+    compared. A program that already uses every core alone gains little.
+
+    Threads, which this measured first, share one interpreter lock: a chunk whose host
+    loop holds it (an absorbing chunk checks its trajectories between segments) read 0.99
+    for ``hybrid_two_tokens`` at the paper's size. Then the best of three timings of one
+    chunk each read 1.22 to 1.82 for it on one idle machine, where its chunks take
+    milliseconds; its paper-size run priced at 1.36 took 0.75 of the estimate. Chunks
+    counted over alternated rounds read 1.63 to 1.69."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -170,38 +176,42 @@ def _speedup(spec: Any, point: dict, steps: int, size: int, parallel: int) -> fl
     failed = [text for _, text, _ in got if isinstance(text, str)]
     if failed:
         raise RuntimeError(f"timing {parallel} chunks at once failed: {failed[0]}")
-    alone = next(seconds for rank, seconds, _ in got if rank == 0)
-    together = min(max(times[r] for _, _, times in got) for r in range(SPEEDUP_REPEATS))
-    return parallel * alone / max(together, 1e-9)
+    alone = next(rates for rank, rates, _ in got if rank == 0)
+    together = [sum(rates[r] for _, _, rates in got) for r in range(SPEEDUP_ROUNDS)]
+    return sum(together) / max(sum(alone), 1e-12)
 
 
 def _copies_timed(spec: Any, point: dict, size: int, rank: int, barrier: Any,
                   results: Any) -> None:
-    """One process of :func:`_speedup`: compile, then (rank 0 only, the others waiting)
-    the chunk timed alone, then the chunk timed together with the others, each start at
-    a barrier; puts ``(rank, seconds alone or None, [seconds together])``, or the error's
-    text in place of the seconds."""
+    """One process of :func:`_speedup`: compile, then :data:`SPEEDUP_ROUNDS` rounds of
+    chunks per second alone (rank 0 only, the others waiting) and together with the
+    others, each start at a barrier; puts ``(rank, [chunks per second alone] or None,
+    [chunks per second together])``, or the error's text in place of the first."""
     try:
         spec.chunk(point, 0, size)  # compiles
-        barrier.wait()
-        alone = None
-        if rank == 0:
-            alone = min(_timed_chunk(spec, point, size) for _ in range(SPEEDUP_REPEATS))
-        barrier.wait()
-        together = []
-        for _ in range(SPEEDUP_REPEATS):
+        alone, together = [], []
+        for _ in range(SPEEDUP_ROUNDS):
             barrier.wait()
-            together.append(_timed_chunk(spec, point, size))
-        results.put((rank, alone, together))
+            if rank == 0:
+                alone.append(_chunks_per_second(spec, point, size))
+            barrier.wait()
+            together.append(_chunks_per_second(spec, point, size))
+        results.put((rank, alone if rank == 0 else None, together))
     except BaseException as error:  # the parent reports it instead of waiting for nothing
         barrier.abort()
         results.put((rank, f"{type(error).__name__}: {error}", []))
 
 
-def _timed_chunk(spec: Any, point: dict, size: int) -> float:
-    start = time.perf_counter()
-    spec.chunk(point, 0, size)
-    return time.perf_counter() - start
+def _chunks_per_second(spec: Any, point: dict, size: int) -> float:
+    """Chunks finished per second, run one after another for :data:`SPEEDUP_SECONDS` (at
+    least one)."""
+    start, done = time.perf_counter(), 0
+    while True:
+        spec.chunk(point, 0, size)
+        done += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= SPEEDUP_SECONDS:
+            return done / elapsed
 
 
 _COMPILED = {"seconds": 0.0, "programs": 0, "listening": False}

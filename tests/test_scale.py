@@ -243,6 +243,33 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
     assert _planning._widen(Spec(), probe, narrow, wide, points, bare) == (bare, 0)
 
 
+def test_dry_run_prices_a_chunk_from_cold_caches_once_a_point_and_process(monkeypatch):
+    """A point's laws (absorption levels, formation laws) are computed by its first chunk
+    in a process and cached for the later ones: a chunk costs ``cold`` then, ``warm``
+    after. The plan measures both (a fake clock: no timing in a unit test) and prices
+    ``cold`` only for a point's first chunk in each process that runs one."""
+    from types import SimpleNamespace
+
+    from spheresde.experiments.engine import _planning
+
+    clock, cached = [0.0], set()
+    cold, warm = 0.030, 0.012
+
+    def chunk(point, k, size):
+        clock[0] += warm if point["i"] in cached else cold
+        cached.add(point["i"])
+
+    short = SimpleNamespace(chunk=chunk, clear_point_caches=cached.clear)
+    spec = SimpleNamespace(shortened=lambda steps: short)
+    monkeypatch.setattr(_planning, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(_planning, "_compile_seconds", lambda: 0.0)
+    points = [{"i": i} for i in range(7)]
+    assert _planning._call_seconds(spec, points, 10_000) == pytest.approx((cold, warm))
+    # 4 chunks a point over 2 workers: 2 cold; 1 chunk left: 1; serial: 1
+    assert _planning._first_chunks([4, 4, 1], parallel=2) == 5
+    assert _planning._first_chunks([4, 4, 1], parallel=1) == 3
+
+
 @pytest.mark.slow
 def test_dry_run_counts_the_programs_a_sweep_compiles():
     """The network's shapes follow d (a program per dimension); the 1-D rho SDE takes d as a

@@ -36,10 +36,12 @@ trajectory-steps, and prices them by measurements made now, in this process:
   family compiled;
 - **around the steps**: what every chunk costs however few its steps (drawing the starts,
   its point's absorption levels, dispatching, classifying: :func:`_call_seconds`, a chunk
-  of one layer timed at :data:`CALL_POINTS` points), once a chunk; and what every task
-  costs (:func:`~._driver.grouped` gathers small points into tasks): a store transaction,
-  timed in a scratch store beside the output directory, and with Dask a task's own
-  :data:`DASK_TASK_SECONDS` (``dominance`` at the paper's size: 1,620 chunks of 9 to 25
+  of one layer timed at :data:`CALL_POINTS` points), once a chunk: from cold point caches
+  for a point's first chunk in each process that runs one, cached for the others (a
+  point's absorption levels and formation laws are computed once a process); and what
+  every task costs (:func:`~._driver.grouped` gathers small points into tasks): a store
+  transaction, timed in a scratch store beside the output directory, and with Dask a
+  task's own :data:`DASK_TASK_SECONDS` (``dominance`` at the paper's size: 1,620 chunks of 9 to 25
   ms each, in 61 tasks).
 
 ``dominance`` at the paper's size shows why the probes cover every axis: at d = 2 no
@@ -337,7 +339,7 @@ def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict
     chunks of 4,000 at 2,048, 1.46 times."""
     if wide <= narrow:
         return list(bare), 0
-    wide_call = _call_seconds(spec, unprobed, wide)
+    wide_call, _ = _call_seconds(spec, unprobed, wide)
     spent, measured = 0.0, {}
     for i in sorted(range(probe.points), key=lambda i: -bare[i]):
         if spent >= PROBE_BUDGET:
@@ -391,18 +393,32 @@ def _design(points: list[dict], count: int) -> list[dict]:
     return [points[i] for i in chosen]
 
 
-def _call_seconds(spec: Any, points: list[dict], size: int) -> float:
+def _call_seconds(spec: Any, points: list[dict], size: int) -> tuple[float, float]:
     """Seconds a chunk of ``size`` trajectories costs beyond its steps (drawing the
-    starts, the absorption levels of its point, dispatching, classifying): the median of
-    a chunk of one layer at up to :data:`CALL_POINTS` of ``points`` spread over the grid,
-    JAX's compiling excluded. The probes' seconds include it once a chunk; a run pays it
-    once a chunk, however short."""
+    starts, the absorption levels of its point, dispatching, classifying), as ``(cold,
+    warm)``: a chunk of one layer from cold point caches (the first chunk of its point
+    in a process) and the same chunk again (a later one, its point's laws cached), the
+    medians at up to :data:`CALL_POINTS` of ``points`` spread over the grid, JAX's
+    compiling excluded. The probes' seconds include the cold cost once a chunk; a run
+    pays it once a point in each process that runs one of its chunks, the warm cost for
+    the others, however short."""
     short = spec.shortened(1)
-    took = []
+    cold, warm = [], []
     for point in _spread(points, CALL_POINTS):
         seconds, compiling, _ = _cold_chunk(short, point, size)
-        took.append(max(seconds - compiling, 0.0))
-    return sorted(took)[len(took) // 2]
+        cold.append(max(seconds - compiling, 0.0))
+        start, compiled = time.perf_counter(), _compile_seconds()
+        short.chunk(point, 0, size)
+        warm.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
+    return sorted(cold)[len(cold) // 2], sorted(warm)[len(warm) // 2]
+
+
+def _first_chunks(chunks: list[int], parallel: int) -> int:
+    """How many of the points' ``chunks`` (chunks left, a point each) pay their point's laws
+    from cold caches: a point's first chunk in each of the ``parallel`` processes that
+    runs one of its chunks (the most there can be: the chunks of a point are spread over
+    the workers)."""
+    return sum(min(count, parallel) for count in chunks)
 
 
 def _store_seconds(out: Path) -> float:
@@ -538,14 +554,14 @@ def plan_chunked(spec: Any, out: Path, name: str,
     # absorption levels of a point are computed once, by whichever chunk comes first)
     probed = [] if probe is None else probe.chosen
     unprobed = [p for p in left_points if p not in probed] or left_points
-    call = _call_seconds(spec, unprobed, sizes[0])
+    call, warm_call = _call_seconds(spec, unprobed, sizes[0])
     if probe is None:  # the probes would cost too much: every step at the first point's speed
         seconds_per_step = 1 / rate
         counts = [spec.chunk(left_points[0], 0, PROGRAM_TRAJECTORIES)]  # for finishing
         probe_note = ("every step counted at the first point's speed (probes over the full "
                       f"horizon would take more than {PROBE_BUDGET:.0f} s)")
     else:
-        narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)
+        narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)[0]
         bare = [max(took - narrow_call, 0.0) for took in probe.seconds]
         net, widened = _widen(spec, probe, narrow, sizes[0], unprobed, bare)
         seconds_per_step = sum(net) / max(probe.nominal, 1)
@@ -584,14 +600,19 @@ def plan_chunked(spec: Any, out: Path, name: str,
     tasks = len(grouped(spec, sizes, options.task_steps, parallel, left_chunks))
     dask = bool(options.workers) or options.scheduler is not None
     per_task = _store_seconds(out) + (DASK_TASK_SECONDS if dask else 0.0)
-    around = call * chunks_left / speedup + per_task * tasks
+    cold_chunks = _first_chunks([len(sizes) - partial.get(i, 0)
+                                 for i in range(len(points)) if i not in done], parallel)
+    around = ((call * cold_chunks + warm_call * (chunks_left - cold_chunks)) / speedup
+              + per_task * tasks)
     estimate = stepping + around + compiling + finishing
     lines.append(f"  calibration: {rate:.3e} trajectory-steps/s in this process, "
                  f"compiling {compile_s:.1f} s, then {extra_program:.1f} s for each of "
                  f"{programs - 1} more program(s)")
     lines.append(f"  {probe_note}")
-    lines.append(f"  around the steps: {call * 1e3:.1f} ms a chunk (a chunk of one layer, at "
-                 f"{min(CALL_POINTS, len(unprobed))} point(s)); {chunks_left} chunk(s) in "
+    lines.append(f"  around the steps: {call * 1e3:.1f} ms a chunk, {warm_call * 1e3:.1f} ms "
+                 f"with its point's laws cached (a chunk of one layer, at "
+                 f"{min(CALL_POINTS, len(unprobed))} point(s)); {chunks_left} chunk(s), "
+                 f"{cold_chunks} of them first at their point in a process, in "
                  f"{tasks} task(s) of consecutive chunks, "
                  f"{per_task * 1e3:.1f} ms a task (a store transaction measured here"
                  + (f", a Dask task {DASK_TASK_SECONDS * 1e3:.0f} ms)" if dask else ")"))

@@ -77,10 +77,13 @@ PROBE_TRAJECTORIES = 256
 PROBES = 12  # points probed over the full horizon, at most
 CALL_POINTS = 5  # points at which a chunk of one layer is timed (what a chunk costs beyond steps)
 STORE_COMMITS = 20  # store transactions timed, in a scratch store beside the output directory
-DASK_TASK_SECONDS = 0.02
+DASK_TASK_SECONDS = 0.005
 """What a Dask task costs beyond its chunks, on a local cluster (submitting, scheduling,
 pickling the spec and the counts): ``tests/benchmarks/bench_chunk_overhead.py`` measured
-about 20 ms with 2 workers on 2 cores (the plan starts no cluster to measure it)."""
+4.7 to 5.0 ms a task, a store transaction included, with 2 workers on 2 idle cores, in
+three runs (the plan starts no cluster to measure it). It was 20 ms, a figure no
+measurement on record supported: 480 tasks of ``hybrid_two_tokens`` at the paper's size
+were priced 10 s, a fifth of the sweep."""
 PROBE_BUDGET = 60.0  # seconds, for all probes together, at the calibrated speed
 SPEEDUP_SECONDS = 1.0  # chunks run alone, then together, for this long each round
 SPEEDUP_ROUNDS = 3  # rounds of the two, alternated so that a slow spell weighs on both

@@ -855,3 +855,31 @@ def test_importing_the_package_leaves_ctrl_c_alone():
             "import spheresde; "
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reproduce_says_it_waits_for_proofs_check_only_while_it_runs(tmp_path, monkeypatch):
+    """The line ``waiting for python -m proofs_check ...`` came at the end of every run,
+    though the check (47 s alone) had mostly finished long before the sweeps."""
+    from spheresde.experiments import _reproduce
+
+    popen = subprocess.Popen
+
+    def started(command):  # stand-ins for ``python -m proofs_check``
+        monkeypatch.setattr(_reproduce.subprocess, "Popen", lambda *args, **kwargs:
+                            popen([sys.executable, "-c", command], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
+        return _reproduce.ProofsCheck(tmp_path, overwrite=True)
+
+    slow = started("import time; time.sleep(60)")
+    try:
+        assert slow.running()
+    finally:
+        slow.stop()
+    assert not slow.running()
+    done = started("print('PASS: 1')")
+    done.process.wait()
+    assert not done.running()
+    assert done.report()["tally"] == "PASS: 1"
+    (tmp_path / "proofs_check.txt").write_text("PASS: 2\n")
+    kept = _reproduce.ProofsCheck(tmp_path)  # read from disk: nothing runs
+    assert not kept.running()

@@ -178,9 +178,13 @@ class ProofsCheck:
         return {"path": self.path if ok else None, "text": text, "ok": ok,
                 "seconds": seconds, "returncode": returncode, "tally": _tally(text)}
 
+    def running(self) -> bool:
+        """Whether the run is still going (a report read from disk is not)."""
+        return self.process is not None and self.process.poll() is None
+
     def stop(self) -> None:
         """Kill the run if it is still going (the sweeps failed or were interrupted)."""
-        if self.process is not None and self.process.poll() is None:
+        if self.running():
             self.process.kill()
             self.process.communicate()
 
@@ -224,7 +228,7 @@ def reproduce(spec: ReproduceSpec, out: str | os.PathLike,
         results: dict[str, AbstractResult] = {"field": run_field(FieldSpec(), out)}
         for name, sweep in sweeps.items():
             results[name] = sweep.run(out, options, name=name)
-        if not options.quiet and checking.process is not None:
+        if not options.quiet and checking.running():
             print("waiting for python -m proofs_check ...", file=sys.stderr)
         proofs = checking.report()
     finally:

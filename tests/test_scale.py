@@ -226,7 +226,7 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
     bare = [f + per * narrow for f in fixed]  # the narrow probes, less a chunk's own cost
     probe = _planning.Probes(3, [b + call for b in bare], 3 * narrow * 100, 1.0, [{}] * 3,
                              points, 0, 0.0)
-    net, widened = _planning._widen(Spec(), probe, narrow, wide, points, bare)
+    net, widened = _planning._widen(Spec(), probe, narrow, wide, call, bare)
     true = [(f + per * wide) * narrow / wide for f in fixed]  # a chunk of 10,000, per 256
     if dearest == 2.0:  # the three chunks fit the budget: each measured at its width
         assert widened == 3
@@ -240,7 +240,7 @@ def test_dry_run_prices_a_chunk_at_its_own_width_not_per_trajectory_of_a_probe(
     # per trajectory of the narrow probes, the sweep would have read many times dearer
     assert sum(bare) / sum(net) > 5
     monkeypatch.setattr(_planning, "PROBE_BUDGET", 0.0)  # no budget: as measured narrow
-    assert _planning._widen(Spec(), probe, narrow, wide, points, bare) == (bare, 0)
+    assert _planning._widen(Spec(), probe, narrow, wide, call, bare) == (bare, 0)
 
 
 def test_dry_run_prices_a_chunk_from_cold_caches_once_a_point_and_process(monkeypatch):

@@ -318,14 +318,15 @@ def _probe(spec: Any, points: list[dict], size: int, rate: float) -> Probes | No
                   compile_after[0] - compile_before[0])
 
 
-def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict],
+def _widen(spec: Any, probe: Probes, narrow: int, wide: int, wide_call: float,
            bare: list[float]) -> tuple[list[float], int]:
     """The probes' seconds at the real chunk's width ``wide``, each scaled to ``narrow``
     trajectories (so that a ratio over the probes' nominal steps prices a step), and how
     many were measured there.
 
     ``bare`` holds each probe's seconds at ``narrow`` trajectories less what a chunk costs
-    beyond its steps. The probes run again with ``wide`` trajectories, the dearest first
+    beyond its steps, ``wide_call`` that cost at ``wide`` (:func:`_call_seconds`, cold).
+    The probes run again with ``wide`` trajectories, the dearest first
     (they weigh most in the price), until :data:`PROBE_BUDGET` seconds are spent (so at
     most one real chunk beyond it); the others are scaled from ``narrow`` to ``wide`` by
     the ratio of the widened ones' seconds, pooled. A ratio pooled over cheap probes does
@@ -342,7 +343,6 @@ def _widen(spec: Any, probe: Probes, narrow: int, wide: int, unprobed: list[dict
     chunks of 4,000 at 2,048, 1.46 times."""
     if wide <= narrow:
         return list(bare), 0
-    wide_call, _ = _call_seconds(spec, unprobed, wide)
     spent, measured = 0.0, {}
     for i in sorted(range(probe.points), key=lambda i: -bare[i]):
         if spent >= PROBE_BUDGET:
@@ -361,6 +361,12 @@ def _cold_chunk(spec: Any, point: dict, size: int) -> tuple[float, float, Any]:
     (:meth:`~._specs.AbstractChunkedSpec.clear_point_caches`: it pays what its point's
     chunk pays in a run): its seconds, the part of them JAX spent compiling, its counts."""
     spec.clear_point_caches()
+    return _timed_chunk(spec, point, size)
+
+
+def _timed_chunk(spec: Any, point: dict, size: int) -> tuple[float, float, Any]:
+    """Chunk 0 of ``size`` trajectories at ``point`` as the caches are: its seconds, the
+    part of them JAX spent compiling, its counts."""
     start, compiled = time.perf_counter(), _compile_seconds()
     counts = spec.chunk(point, 0, size)
     return time.perf_counter() - start, _compile_seconds() - compiled, counts
@@ -408,11 +414,9 @@ def _call_seconds(spec: Any, points: list[dict], size: int) -> tuple[float, floa
     short = spec.shortened(1)
     cold, warm = [], []
     for point in _spread(points, CALL_POINTS):
-        seconds, compiling, _ = _cold_chunk(short, point, size)
-        cold.append(max(seconds - compiling, 0.0))
-        start, compiled = time.perf_counter(), _compile_seconds()
-        short.chunk(point, 0, size)
-        warm.append(max(time.perf_counter() - start - (_compile_seconds() - compiled), 0.0))
+        for timed, measure in ((cold, _cold_chunk), (warm, _timed_chunk)):
+            took, compiling, _ = measure(short, point, size)
+            timed.append(max(took - compiling, 0.0))
     return sorted(cold)[len(cold) // 2], sorted(warm)[len(warm) // 2]
 
 
@@ -566,7 +570,7 @@ def plan_chunked(spec: Any, out: Path, name: str,
     else:
         narrow_call = call if narrow == sizes[0] else _call_seconds(spec, unprobed, narrow)[0]
         bare = [max(took - narrow_call, 0.0) for took in probe.seconds]
-        net, widened = _widen(spec, probe, narrow, sizes[0], unprobed, bare)
+        net, widened = _widen(spec, probe, narrow, sizes[0], call, bare)
         seconds_per_step = sum(net) / max(probe.nominal, 1)
         counts = probe.counts
         # each family of points that compiles its own programs (one value of the compiling

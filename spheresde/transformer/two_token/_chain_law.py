@@ -135,61 +135,132 @@ def _legendre(n):
     return np.polynomial.legendre.leggauss(n)
 
 
-def one_layer_z(z, variables, beta, drift_step, noise_step):
-    r""":math:`z'` after one layer from :math:`z` (broadcast), given the variables
-    ``(a2, Q, xi1, xi2, R2)`` of the module docstring."""
+def _frame(variables, noise_step):
+    r"""The parts of one layer that do not depend on :math:`z`: :math:`|u|^2`, the cosine
+    :math:`c` of :math:`u` with :math:`e_2`, :math:`\sqrt{1 - c^2}`, and :math:`\xi_1,
+    \xi_2, R_2`."""
     a2, q, xi1, xi2, r2 = variables
     eta = noise_step
+    uu = eta * eta * (q + a2 * a2)
+    c = eta * a2 / np.sqrt(uu)
+    return uu, c, np.sqrt(1 - c * c), xi1, xi2, r2
+
+
+def one_layer_z(z, frame, beta, drift_step, noise_step):
+    r""":math:`z'` after one layer from :math:`z` (broadcast against the atoms), given the
+    :func:`_frame` of the variables ``(a2, Q, xi1, xi2, R2)`` of the module docstring."""
+    uu, c, s, xi1, xi2, r2 = frame
     kappa = np.tanh(beta * (1 - np.tanh(z)) / 2)  # 1 - rho = 1 - tanh z
     gamma = 1 + drift_step * kappa
-    u2 = eta * a2
-    uu = eta * eta * (q + a2 * a2)
-    nu = np.sqrt(uu)
-    c = u2 / nu
-    ek = eta * kappa
+    ek = noise_step * kappa
     # w in the frame (u/|u|, the rest of e2, the others): only its part along u and the
     # squared length of the rest enter, each without cancellation
     w_par = gamma * c + ek * xi1
-    w_perp2 = (gamma * np.sqrt(1 - c * c) + ek * xi2) ** 2 + ek * ek * r2
+    w_perp2 = (gamma * s + ek * xi2) ** 2 + ek * ek * r2
     ww = w_par * w_par + w_perp2
     delta = uu * w_perp2  # |u|^2 |w|^2 - <u, w>^2
     a, b = np.exp(z) * uu, np.exp(-z) * ww
-    dd = np.sqrt((a - b) ** 2 + 4 * delta)  # (A + B)^2 - 4 <u,w>^2 = (A - B)^2 + 4 Delta
+    gap = a - b
+    size = np.abs(gap)
+    dd = np.sqrt(gap * gap + 4 * delta)  # (A + B)^2 - 4 <u,w>^2 = (A - B)^2 + 4 Delta
     # the larger factor is D + |A - B|, the other 4 Delta over it
-    return np.sign(a - b) * (np.log(dd + np.abs(a - b)) - np.log(4 * delta) / 2)
+    return np.sign(gap) * (np.log(dd + size) - np.log(4 * delta) / 2)
 
 
 def cubic(t):
-    """Lagrange weights of nodes -1, 0, 1, 2 at fractional position t in [0, 1)."""
-    return np.stack([-t * (t - 1) * (t - 2) / 6, (t + 1) * (t - 1) * (t - 2) / 2,
-                     -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6])
+    """Lagrange weights of nodes -1, 0, 1, 2 at fractional position t in [0, 1): an
+    array ``(4,) + t.shape``."""
+    t = np.asarray(t, dtype=float)
+    after, before, far = t + 1, t - 1, t - 2
+    lower, upper = after * t, before * far  # (t + 1) t and (t - 1)(t - 2)
+    out = np.empty((4, *t.shape))
+    np.multiply(t * upper, -1 / 6, out=out[0, ...])
+    np.multiply(after * upper, 1 / 2, out=out[1, ...])
+    np.multiply(lower * far, -1 / 2, out=out[2, ...])
+    np.multiply(lower * before, 1 / 6, out=out[3, ...])
+    return out
 
 
 def network_atoms(beta, d, drift_step, noise_step, nodes=NODES):
     """The network's one layer as atoms: ``atoms(z) -> (z' of every quadrature node, its
-    weight)`` (module docstring)."""
+    weight)`` (module docstring), ``z`` a number or a column of them (``atoms.batched``)."""
     variables, weights = _rule(int(d), float(drift_step), float(noise_step), tuple(nodes))
+    frame = _frame(variables, noise_step)
 
     def atoms(z):
-        return one_layer_z(z, variables, beta, drift_step, noise_step), weights
+        return one_layer_z(z, frame, beta, drift_step, noise_step), weights
 
+    atoms.batched = weights.size
     return atoms
 
 
 def reduced_atoms(beta, d, e, mu, layers):
     r"""The reduced chain's one step as atoms: :math:`z + b(z)/L \pm v(z)/\sqrt L`, each
     with weight 1/2 (``z_drift``, ``z_diffusion`` of :mod:`proofs_check.export`, lambdified;
-    the chain of :func:`spheresde.transformer._absorption.absorbing_rho` with ``dt = 1/L``)."""
+    the chain of :func:`spheresde.transformer._absorption.absorbing_rho` with ``dt = 1/L``),
+    ``z`` a number or a column of them."""
     coefficients = rc()
     dt = 1.0 / layers
-    signs, halves = np.array([-1.0, 1.0]), np.array([0.5, 0.5])
+    noise, halves = np.sqrt(dt) * np.array([-1.0, 1.0]), np.array([0.5, 0.5])
 
     def atoms(z):
-        b = float(coefficients.z_drift(z, beta, d, e, mu))
-        v = float(coefficients.z_diffusion(z, beta, d, e, mu))
-        return euler_step(z, b, v, dt, np.sqrt(dt) * signs), halves
+        z = np.asarray(z, dtype=float)
+        b = np.broadcast_to(coefficients.z_drift(z, beta, d, e, mu), z.shape)
+        v = np.broadcast_to(coefficients.z_diffusion(z, beta, d, e, mu), z.shape)
+        return euler_step(z, b, v, dt, noise), halves
 
+    atoms.batched = halves.size
     return atoms
+
+
+#: Atom positions (classes x atoms) that :func:`operator` treats at once: the Python cost
+#: of a class is paid once a block, the block's arrays stay in the cache.
+BLOCK = 2**16
+
+
+def _atoms_at(atoms, classes):
+    """``(positions, weights)`` of ``atoms`` at each of ``classes``, as ``(C, Q)`` arrays.
+    Atoms marked ``batched`` (their count a z) are called once with the column of
+    classes; the others
+    once a class, their lists padded to one length by copies of a class's first atom
+    with weight 0 (which adds exact zeros to its stencil)."""
+    if getattr(atoms, "batched", False):
+        positions, weights = atoms(classes[:, None])
+        return positions, np.broadcast_to(weights, positions.shape)
+    found = [atoms(z) for z in classes]
+    size = max(p.size for p, _ in found)
+    positions = np.array([np.concatenate([p, np.full(size - p.size, p[0])]) for p, _ in found])
+    weights = np.array([np.concatenate([w, np.zeros(size - w.size)]) for _, w in found])
+    return positions, weights
+
+
+def _stencils(classes, h, atoms):
+    """The one-step stencils of ``classes``: each row the mass that a class's atoms put
+    on consecutive nodes (cubic Lagrange weights of each atom over its four nearest
+    nodes), from the node ``lo`` below the class; ``(table (C, width), lo (C,))``. The
+    classes go in blocks of about :data:`BLOCK` atoms."""
+    rows, lows = [], []
+    block = max(1, BLOCK // getattr(atoms, "batched", BLOCK))
+    for start in range(0, classes.size, block):
+        z = classes[start:start + block]
+        positions, weights = _atoms_at(atoms, z)
+        offset = (positions - z[:, None]) / h
+        j = np.floor(offset)
+        lag = cubic(offset - j)  # (4, C, Q)
+        low, high = j.min(axis=1), j.max(axis=1)
+        first = low.astype(int) - 1
+        width = int(np.max(high - low)) + 4
+        # each class's bins start at row * width; its atoms go in the order (node k,
+        # atom), so that a bin sums its masses in the order of the class's own stencil
+        origin = (width * np.arange(z.size) - low.astype(int))[:, None, None]
+        flat = (j.astype(int)[:, None, :] + origin) + np.arange(4)[None, :, None]
+        mass = np.swapaxes(lag, 0, 1) * weights[:, None, :]
+        rows.append(np.bincount(flat.ravel(), mass.ravel(), minlength=z.size * width)
+                    .reshape(z.size, width))
+        lows.append(first)
+    width = max(r.shape[1] for r in rows)
+    table = np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1]))) for r in rows])
+    return table, np.concatenate(lows)
 
 
 def operator(centres, h, atoms, far=(FAR, FAR)):
@@ -200,24 +271,12 @@ def operator(centres, h, atoms, far=(FAR, FAR)):
     inner = np.flatnonzero((centres >= -far[0]) & (centres <= far[1]))
     classes = np.concatenate([[max(-far[0], centres[0])], centres[inner],
                               [min(far[1], centres[-1])]])
-    stencils, lo = [], []
-    for z in classes:
-        positions, weights = atoms(z)
-        offset = (positions - z) / h
-        j = np.floor(offset)
-        lag = cubic(offset - j)
-        first = int(j.min()) - 1
-        idx = (j.astype(int) - first - 1)[None, :] + np.arange(4)[:, None]
-        stencils.append(np.bincount(idx.ravel(), (lag * weights).ravel()))
-        lo.append(first)
-    width = max(s.size for s in stencils)
-    table = np.zeros((classes.size, width))
-    for r, s in enumerate(stencils):
-        table[r, :s.size] = s
+    table, lo = _stencils(classes, h, atoms)
+    width = table.shape[1]
     row_class = np.where(centres < -far[0], 0, np.where(centres > far[1], classes.size - 1,
                                                      np.searchsorted(inner, np.arange(n)) + 1))
     rows = np.repeat(np.arange(n), width)
-    cols = np.clip((np.arange(n) + np.asarray(lo)[row_class])[:, None] + np.arange(width),
+    cols = np.clip((np.arange(n) + lo[row_class])[:, None] + np.arange(width),
                    0, n - 1).ravel()
     data = table[row_class].ravel()
     return sparse.csr_matrix((data, (rows, cols)), shape=(n, n))

@@ -265,20 +265,21 @@ def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
     data_seeds = [data_seed(spec, p["seed"]) for p in points]
     distinct = sorted(set(data_seeds))
     sets = [load_data(spec, s) for s in distinct]
-    x_train, y_train, x_val, y_val = (jnp.stack([d[k] for d in sets]) for k in range(4))
+    x_train, y_train, x_val, y_val = (jnp.asarray(np.stack([d[k] for d in sets]))
+                                      for k in range(4))
     count = y_train.shape[1]
     batch = min(spec.batch, count)
     steps = count // batch
     # one key per seed, not per point: the initializations of a seed differ only in V
     keys = [jax.random.split(jax.random.key(p["seed"])) for p in points]
-    models = stack_runs([TransformerClassifier.create(
+    runs = [TransformerClassifier.create(
         key_model, patches=x_train.shape[2], patch_size=x_train.shape[3], classes=sets[0][4],
         d=spec.dim, layers=layers, weights=p["weights"], sigma=spec.sigma, beta=spec.beta,
         norm=spec.norm)
-        for p, (key_model, _) in zip(points, keys, strict=True)])
+        for p, (key_model, _) in zip(points, keys, strict=True)]
+    models = stack_runs(runs)
     optim = classifier_optimizer(spec.lr, spec.weight_decay, steps * spec.epochs)
-    opt_states = eqx.filter_vmap(lambda m: optim.init(eqx.filter(m, eqx.is_inexact_array)))(
-        models)
+    opt_states = stack_runs([optim.init(eqx.filter(m, eqx.is_inexact_array)) for m in runs])
     return _Runs(points, layers, models, opt_states, optim, x_train, y_train, x_val, y_val,
                  jnp.array([distinct.index(s) for s in data_seeds]),
                  jnp.stack([k for _, k in keys]), batch, steps)

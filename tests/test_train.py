@@ -109,6 +109,37 @@ def test_a_few_steps_on_a_fixed_batch_lower_the_loss(getkey):
     assert after < 0.5 * before, (before, after)
 
 
+def test_a_padded_last_chunk_counts_only_its_own_images(getkey, caplog):
+    """Evaluated in chunks of 7, the last of 20 images padded with copies of the 20th,
+    two models' sums are those of one chunk of all 20: the padding is not counted (it
+    would move the mean loss and cosine). A set of 9 images in chunks of 7 then runs the
+    same compiled program: one per chunk size, whatever the set's size."""
+    import logging
+
+    from spheresde.data._classifier import evaluate_classifiers, stack_runs
+
+    nets = stack_runs([model(getkey(), w) for w in ("random", "identity")])
+    images = jax.random.normal(getkey(), (1, 20, 5, 4))
+    labels = jax.random.randint(getkey(), (1, 20), 0, 3)
+    datasets = jnp.zeros(2, int)
+    whole = evaluate_classifiers(nets, images, labels, datasets, tol=0.1, chunk=20)
+    chunked = evaluate_classifiers(nets, images, labels, datasets, tol=0.1, chunk=7)
+    for one, by_chunks in zip(whole, chunked, strict=True):
+        assert by_chunks.accuracy == one.accuracy  # counts over the 20 images
+        assert by_chunks.outcomes == one.outcomes
+        assert by_chunks.loss == pytest.approx(one.loss, rel=1e-12, abs=0)
+        assert by_chunks.token_cosine == pytest.approx(one.token_cosine, rel=1e-12, abs=0)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level(logging.WARNING):
+            evaluate_classifiers(nets, images[:, :9], labels[:, :9], datasets, tol=0.1,
+                                 chunk=7)
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    compiled = [r.getMessage() for r in caplog.records if "XLA compilation of" in r.getMessage()]
+    assert not [m for m in compiled if "_evaluate_chunks" in m], compiled
+
+
 def write_cifar(folder, *, per_batch=3, bad=None):
     """Batches in the official python-version format; image 0 of data_batch_1 is black
     except the red channel of pixel (row 1, column 2)."""

@@ -247,10 +247,20 @@ class _Runs:
         return dataclasses.replace(self, models=models, opt_states=opt_states), losses
 
     def evaluate(self, images, labels, tol: float):
-        """:func:`spheresde.data.evaluate_classifiers` of the runs on their sets of ``images``."""
+        """:func:`spheresde.data.evaluate_classifiers` of the runs on their sets of
+        ``images``, in chunks of :func:`evaluation_chunk` images."""
         from ..data._classifier import evaluate_classifiers
 
-        return evaluate_classifiers(self.models, images, labels, self.datasets, tol=tol)
+        return evaluate_classifiers(self.models, images, labels, self.datasets, tol=tol,
+                                    chunk=evaluation_chunk(self.y_train.shape[1],
+                                                           self.y_val.shape[1]))
+
+
+def evaluation_chunk(train: int, validation: int) -> int:
+    """Images a chunk of the evaluation, on the training set and on the validation set
+    alike (at most ``EVALUATION_CHUNK``, 1,000): one compiled program
+    serves both (a last chunk is padded)."""
+    return min(EVALUATION_CHUNK, train, validation)
 
 
 def _runs(spec: TrainSpec, points: list[dict]) -> _Runs:
@@ -372,7 +382,7 @@ def _calibrate(spec: TrainSpec, points: list[dict]) -> dict[str, float]:
 
     groups = [_runs(spec, group) for group in _groups(points)]
     steps = min(CALIBRATION_STEPS, groups[0].steps)
-    chunk = min(EVALUATION_CHUNK, groups[0].y_val.shape[1])
+    chunk = evaluation_chunk(groups[0].y_train.shape[1], groups[0].y_val.shape[1])
 
     def order(runs: _Runs):
         return jax.block_until_ready(runs.orders(1))
@@ -397,10 +407,6 @@ def _calibrate(spec: TrainSpec, points: list[dict]) -> dict[str, float]:
     return {"compile": max(first[0] + first[1] - order_s - train_s, 0.0),
             "step": train_s / steps, "order": order_s,
             "eval_compile": max(first[2] - evaluate_s, 0.0), "image": evaluate_s / chunk}
-
-
-def _chunk_shapes(count: int) -> set[int]:
-    return {min(EVALUATION_CHUNK, count - start) for start in range(0, count, EVALUATION_CHUNK)}
 
 
 def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dict[str, float]]:
@@ -447,7 +453,7 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
     measured = {L: _calibrate(spec, by_depth[L]) for L in ends}
     lines.append("  calibration, now, in this process (the real programs, best of two after "
                  f"one that compiles: {CALIBRATION_STEPS} steps, a batch order and "
-                 f"{min(EVALUATION_CHUNK, len(x_val))} images): "
+                 f"{evaluation_chunk(count, len(x_val))} images): "
                  + "; ".join(f"L = {L}, {len(by_depth[L])} runs: compile {m['compile']:.1f} s "
                              f"+ {m['eval_compile']:.1f} s, {1e3 * m['step']:.0f} ms a step, "
                              f"{1e3 * m['order']:.0f} ms an epoch's batch order, "
@@ -456,13 +462,12 @@ def train_estimate(spec: TrainSpec, pending: list[dict]) -> tuple[list[str], dic
     # steps and images per run (the programs cost in proportion to the runs they train)
     per_run = {L: {**m, **{k: m[k] / len(by_depth[L]) for k in ("step", "order", "image")}}
                for L, m in measured.items()}
-    shapes = len(_chunk_shapes(len(x_val)) | _chunk_shapes(count))  # one compilation each
     parts = {"compile": 0.0, "train": 0.0, "evaluate": 0.0}
     for L, points in by_depth.items():
         w = 0.0 if len(ends) == 1 else (L - ends[0]) / (ends[1] - ends[0])
         m = {k: (1 - w) * per_run[ends[0]][k] + w * per_run[ends[-1]][k]
              for k in per_run[ends[0]]}
-        parts["compile"] += m["compile"] + shapes * m["eval_compile"]
+        parts["compile"] += m["compile"] + m["eval_compile"]  # one evaluation program
         parts["train"] += len(points) * ((trained // batch) * m["step"]
                                          + spec.epochs * m["order"])
         parts["evaluate"] += len(points) * evaluated * m["image"]

@@ -857,6 +857,21 @@ def test_importing_the_package_leaves_ctrl_c_alone():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="process priorities are POSIX")
+def test_proofs_check_runs_at_a_lower_priority_than_the_sweeps(tmp_path, monkeypatch):
+    """``python -m proofs_check`` runs beside the sweeps on a core they would use: at
+    ``nice`` 10 above this process it takes what they leave idle. A stand-in started
+    exactly as the check is (the same keyword arguments) prints its own priority."""
+    from spheresde.experiments import _reproduce
+
+    popen = subprocess.Popen
+    monkeypatch.setattr(_reproduce.subprocess, "Popen", lambda args, **kwargs: popen(
+        [sys.executable, "-c", "import os; print('PASS:', os.nice(0))"], **kwargs))
+    report = _reproduce.ProofsCheck(tmp_path, overwrite=True).report()
+    assert report["ok"]
+    assert report["tally"] == f"PASS: {min(os.nice(0) + 10, 19)}"
+
+
 def test_reproduce_says_it_waits_for_proofs_check_only_while_it_runs(tmp_path, monkeypatch):
     """The line ``waiting for python -m proofs_check ...`` came at the end of every run,
     though the check (47 s alone) had mostly finished long before the sweeps."""

@@ -160,7 +160,8 @@ class ProofsCheck:
             self.start = time.perf_counter()
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "proofs_check"], stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                preexec_fn=_lower_priority if hasattr(os, "nice") else None)
 
     def report(self) -> dict:
         """Wait for the run; its text, whether it passed, its seconds and its tally."""
@@ -187,6 +188,13 @@ class ProofsCheck:
         if self.running():
             self.process.kill()
             self.process.communicate()
+
+
+def _lower_priority() -> None:
+    """In the ``proofs_check`` process, before it starts: a lower scheduling priority
+    (``nice`` 10), so that it takes the cores the sweeps leave idle rather than sharing
+    them while they compute."""
+    os.nice(10)
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:

@@ -53,6 +53,7 @@ from .experiments import (
     run,
 )
 from .experiments.engine import SpecField, problem
+from .experiments.engine._executors import use_compilation_cache
 
 # how to run, not what: never in a spec
 RUN_OPTIONS = ("out", "quiet", "overwrite", "chunk_size", "workers", "scheduler", "dry_run",
@@ -232,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         # (while the package loaded, spheresde/__init__.py ended the process itself)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = _interrupt_again
+        use_compilation_cache()  # the command's programs are kept for its next runs
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     where = {"command": argv[0] if argv else "", "out": "results"}  # for a fault's line
     try:

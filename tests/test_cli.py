@@ -350,3 +350,25 @@ def test_library_messages_name_parameters_and_the_cli_spells_them_as_flags(libra
     from spheresde.cli import in_flags
 
     assert in_flags(library) == cli
+
+
+def test_a_command_keeps_its_compiled_programs_for_the_next_run(tmp_path):
+    """The command line keeps JAX's compiled programs in the persistent compilation cache
+    under the temporary folder: a second run of the same sweep into a new folder loads
+    its stepping program from there (JAX logs each hit), where the first compiled it."""
+    env = {**{k: v for k, v in ENV.items()  # not the tests' own cache (conftest.py)
+              if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))},
+           "TMPDIR": str(tmp_path), "JAX_LOG_COMPILES": "1"}
+    sweep = ["phase", "--dims", "3", "--betas", "1.0", "--trajectories", "16", "--layers", "2",
+             "--horizon", "1", "--quiet"]
+
+    def loaded(out: str) -> bool:
+        proc = subprocess.run([*CLI, *sweep, "--out", str(tmp_path / out)], capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "Compiling jit(_advance_rho)" in proc.stderr
+        return "cache hit for 'jit__advance_rho'" in proc.stderr
+
+    assert not loaded("first")
+    assert list((tmp_path / "spheresde-jax-cache").iterdir())
+    assert loaded("second")

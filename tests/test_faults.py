@@ -860,16 +860,23 @@ def test_importing_the_package_leaves_ctrl_c_alone():
 @pytest.mark.skipif(not hasattr(os, "nice"), reason="process priorities are POSIX")
 def test_proofs_check_runs_at_a_lower_priority_than_the_sweeps(tmp_path, monkeypatch):
     """``python -m proofs_check`` runs beside the sweeps on a core they would use: at
-    ``nice`` 10 above this process it takes what they leave idle. A stand-in started
-    exactly as the check is (the same keyword arguments) prints its own priority."""
+    ``nice`` 10 above this process it takes what they leave idle. The check is started
+    by :func:`beside_command`, which runs a module that prints its own priority at 10
+    below this process's (at most 19)."""
+    from types import SimpleNamespace
+
     from spheresde.experiments import _reproduce
 
-    popen = subprocess.Popen
-    monkeypatch.setattr(_reproduce.subprocess, "Popen", lambda args, **kwargs: popen(
-        [sys.executable, "-c", "import os; print('PASS:', os.nice(0))"], **kwargs))
-    report = _reproduce.ProofsCheck(tmp_path, overwrite=True).report()
-    assert report["ok"]
-    assert report["tally"] == f"PASS: {min(os.nice(0) + 10, 19)}"
+    started = []
+    monkeypatch.setattr(_reproduce.subprocess, "Popen",
+                        lambda args, **kwargs: started.append(args) or SimpleNamespace())
+    _reproduce.ProofsCheck(tmp_path, overwrite=True)
+    monkeypatch.undo()  # the patched Popen is the subprocess module's own
+    assert started == [_reproduce.beside_command("proofs_check")]
+    (tmp_path / "priority.py").write_text("import os\nprint(os.nice(0))\n")
+    shown = subprocess.run(_reproduce.beside_command("priority"), capture_output=True,
+                           text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert int(shown.stdout) == min(os.nice(0) + 10, 19)
 
 
 def test_reproduce_says_it_waits_for_proofs_check_only_while_it_runs(tmp_path, monkeypatch):

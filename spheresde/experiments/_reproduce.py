@@ -159,9 +159,8 @@ class ProofsCheck:
         if overwrite or not self.path.exists():
             self.start = time.perf_counter()
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "proofs_check"], stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                preexec_fn=_lower_priority if hasattr(os, "nice") else None)
+                beside_command("proofs_check"), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
     def report(self) -> dict:
         """Wait for the run; its text, whether it passed, its seconds and its tally."""
@@ -190,11 +189,16 @@ class ProofsCheck:
             self.process.communicate()
 
 
-def _lower_priority() -> None:
-    """In the ``proofs_check`` process, before it starts: a lower scheduling priority
-    (``nice`` 10), so that it takes the cores the sweeps leave idle rather than sharing
-    them while they compute."""
-    os.nice(10)
+def beside_command(module: str) -> list[str]:
+    """``python -m MODULE`` at a scheduling priority 10 below this process's (``nice``,
+    where the system has it), so that it takes the cores the sweeps leave idle rather
+    than sharing them while they compute. The new process lowers its own priority: a
+    ``preexec_fn`` would run Python between fork and exec in a process whose JAX threads
+    are running (JAX warns that this may deadlock)."""
+    return [sys.executable, "-c",
+            "import os, runpy\n"
+            "if hasattr(os, 'nice'):\n    os.nice(10)\n"
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"]
 
 
 def proofs_check_report(out: Path, *, overwrite: bool = False) -> dict:

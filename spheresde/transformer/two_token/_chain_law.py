@@ -220,10 +220,9 @@ BLOCK = 2**16
 
 def _atoms_at(atoms, classes):
     """``(positions, weights)`` of ``atoms`` at each of ``classes``, as ``(C, Q)`` arrays.
-    Atoms marked ``batched`` (their count a z) are called once with the column of
-    classes; the others
-    once a class, their lists padded to one length by copies of a class's first atom
-    with weight 0 (which adds exact zeros to its stencil)."""
+    Atoms marked ``batched`` (with their count a z) are called once with the column of
+    classes; the others once a class, their lists padded to one length by copies of a
+    class's first atom with weight 0 (which add exact zeros to its stencil)."""
     if getattr(atoms, "batched", False):
         positions, weights = atoms(classes[:, None])
         return positions, np.broadcast_to(weights, positions.shape)

@@ -46,8 +46,8 @@ def use_compilation_cache() -> None:
     configured already (``JAX_COMPILATION_CACHE_DIR``); ``JAX_ENABLE_COMPILATION_CACHE=false``
     turns it off. A program that one process compiled is then loaded, not compiled
     again, by the others and by later runs: the Dask workers of a sweep, and every
-    ``spheresde`` command (the quick ``reproduce`` compiles for about 26 s of its 155 s;
-    run again, 128 s)."""
+    ``spheresde`` command (the quick ``reproduce``: 141 s from an empty cache, 103 to
+    113 s run again)."""
     import os
     import tempfile
 

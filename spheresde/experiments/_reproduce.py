@@ -148,9 +148,10 @@ class ReproduceResult(AbstractResult):
 
 
 class ProofsCheck:
-    """``python -m proofs_check`` in a process of its own, started at once and collected
-    by :meth:`report`: SymPy works on one core while the sweeps run, instead of after
-    them (a minute of wall time on a 2-core laptop). Its output is kept in
+    """``python -m proofs_check`` in a process of its own (:func:`beside_command`: at a
+    lower priority), started at once and collected by :meth:`report`: SymPy works on
+    the cores the sweeps leave idle while they run, instead of after them (a minute of
+    wall time on a 2-core laptop). Its output is kept in
     ``out/proofs_check.txt``; a kept one is read instead of running again."""
 
     def __init__(self, out: Path, *, overwrite: bool = False) -> None:
